@@ -1,0 +1,35 @@
+GO ?= go
+# apt-get needs root; CI containers usually run as root and have no sudo.
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+.PHONY: deps vet test demo
+
+# internal/testdb starts throwaway MariaDB and PostgreSQL servers from these
+# binaries; it never uses a system service, so only the packages are needed.
+deps:
+	@have_my=; have_pg=; \
+	{ command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 && \
+	  { command -v mariadb-install-db || [ -x /usr/bin/mariadb-install-db ]; } >/dev/null 2>&1 && have_my=1; \
+	{ command -v initdb && command -v pg_ctl; } >/dev/null 2>&1 && have_pg=1; \
+	for d in /usr/lib/postgresql/*/bin; do \
+	  [ -x "$$d/initdb" ] && [ -x "$$d/pg_ctl" ] && have_pg=1; \
+	done; \
+	if [ -z "$$have_my" ] || [ -z "$$have_pg" ]; then \
+	  echo "installing mariadb-server and postgresql"; \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y mariadb-server postgresql; \
+	fi
+
+vet:
+	$(GO) vet ./...
+
+test: deps
+	@unformatted="$$(gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then \
+	  echo "gofmt -l reports unformatted files:"; echo "$$unformatted"; exit 1; \
+	fi
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+demo:
+	$(GO) run ./cmd/lockstep demo

@@ -1,0 +1,164 @@
+package lockstep
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// QueueConfig configures one named queue served by a client.
+type QueueConfig struct {
+	// MaxWorkers is how many of the queue's jobs this client runs at once.
+	MaxWorkers int
+}
+
+// DefaultQueue is the queue of jobs enqueued without one.
+const DefaultQueue = "default"
+
+// Config configures a Client. Zero values take the documented defaults.
+type Config struct {
+	// Queues served by Start, by name. Default: {"default": {MaxWorkers: 10}}
+	// when Workers is set; a client without Workers only enqueues.
+	Queues map[string]QueueConfig
+	// Workers registered with AddWorker.
+	Workers *Workers
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+
+	// PollInterval is the longest a queue waits between claims when it
+	// finds nothing. After a claim that found work it polls again at once;
+	// after empty claims it backs off from MinPollInterval to this.
+	// Default 1s.
+	PollInterval time.Duration
+	// MinPollInterval: default 25ms.
+	MinPollInterval time.Duration
+
+	// HeartbeatInterval is how often a client refreshes the heartbeat of
+	// its running jobs and notices jobs cancelled elsewhere. Default 5s.
+	HeartbeatInterval time.Duration
+	// ReapAfter is how old a RUNNING job's heartbeat must be before the
+	// reaper returns it to PENDING. Default 1 minute; must exceed twice
+	// HeartbeatInterval.
+	ReapAfter time.Duration
+	// ReapInterval is how often the reaper looks. Default ReapAfter/4.
+	ReapInterval time.Duration
+	// DisableReaper turns the reaper off in this client (another process
+	// may run it; it is safe to run in every process at once).
+	DisableReaper bool
+
+	// JobTimeout bounds each job's context unless its worker says
+	// otherwise. Default 0: no timeout.
+	JobTimeout time.Duration
+	// MaxAttempts is the default number of attempts of a job. Default 25.
+	MaxAttempts int
+	// RetryBackoff is the default delay before attempt+1 after a failed
+	// attempt. Default: attempt⁴ seconds, ±10% jitter, at most 24 hours.
+	RetryBackoff func(attempt int) time.Duration
+	// MaxArgsBytes limits a job's encoded args. Default 1 MiB.
+	MaxArgsBytes int
+	// FinishTimeout bounds writing a job's result, which runs even while
+	// the client stops. Default 30s.
+	FinishTimeout time.Duration
+}
+
+// DefaultRetryBackoff is attempt⁴ seconds with ±10% jitter, capped at 24h.
+func DefaultRetryBackoff(attempt int) time.Duration {
+	secs := math.Pow(float64(max(attempt, 1)), 4)
+	d := time.Duration(secs * float64(time.Second))
+	if d > 24*time.Hour || d <= 0 {
+		d = 24 * time.Hour
+	}
+	return jitter(d, 0.1)
+}
+
+// jitter spreads d by ±frac so that retries of jobs that failed together
+// do not return together.
+func jitter(d time.Duration, frac float64) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
+}
+
+// withDefaults returns a validated copy of c with defaults filled in.
+func (c Config) withDefaults() (Config, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Queues == nil && c.Workers != nil {
+		c.Queues = map[string]QueueConfig{DefaultQueue: {MaxWorkers: 10}}
+	}
+	for name, q := range c.Queues {
+		if err := validName("queue", name); err != nil {
+			return c, err
+		}
+		if q.MaxWorkers < 1 || q.MaxWorkers > 10000 {
+			return c, fmt.Errorf("config: queue %q: MaxWorkers must be between 1 and 10000, got %d", name, q.MaxWorkers)
+		}
+	}
+	def := func(d *time.Duration, v time.Duration, name string) error {
+		if *d < 0 {
+			return fmt.Errorf("config: %s must not be negative", name)
+		}
+		if *d == 0 {
+			*d = v
+		}
+		return nil
+	}
+	errs := []error{
+		def(&c.PollInterval, time.Second, "PollInterval"),
+		def(&c.MinPollInterval, 25*time.Millisecond, "MinPollInterval"),
+		def(&c.HeartbeatInterval, 5*time.Second, "HeartbeatInterval"),
+		def(&c.ReapAfter, time.Minute, "ReapAfter"),
+		def(&c.ReapInterval, c.ReapAfter/4, "ReapInterval"),
+		def(&c.FinishTimeout, 30*time.Second, "FinishTimeout"),
+	}
+	if c.JobTimeout < 0 {
+		errs = append(errs, errors.New("config: JobTimeout must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	if c.MinPollInterval > c.PollInterval {
+		c.MinPollInterval = c.PollInterval
+	}
+	if c.ReapAfter <= 2*c.HeartbeatInterval {
+		return c, fmt.Errorf("config: ReapAfter (%s) must exceed twice HeartbeatInterval (%s), or live jobs would be reaped", c.ReapAfter, c.HeartbeatInterval)
+	}
+	if c.MaxAttempts < 0 {
+		return c, fmt.Errorf("config: MaxAttempts must be positive, got %d", c.MaxAttempts)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 25
+	}
+	if c.RetryBackoff == nil {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.MaxArgsBytes < 0 {
+		return c, fmt.Errorf("config: MaxArgsBytes must be positive, got %d", c.MaxArgsBytes)
+	}
+	if c.MaxArgsBytes == 0 {
+		c.MaxArgsBytes = 1 << 20
+	}
+	return c, nil
+}
+
+// validName checks a queue or kind name: these are stored, shown in the
+// dashboard and logs, and never used as SQL identifiers.
+func validName(what, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s name is empty", what)
+	}
+	if len(name) > 128 {
+		return fmt.Errorf("%s name is %d bytes long; the limit is 128", what, len(name))
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return fmt.Errorf("%s name %q contains a control or invalid character", what, name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+// Package catalog declares the statements a driver may issue, each with the
+// access path it is written to take. The runtime executes only statements
+// found here; the plan guard and the lab's audit read the same declarations,
+// so a statement cannot drift from what it claims to lock.
+package catalog
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Index names the access path of a statement in a dialect-neutral way; each
+// catalogue maps it to the dialect's own index name (PRIMARY vs
+// lockstep_jobs_pkey) through Catalog.IndexNames.
+type Index string
+
+// The indexes of the two queue tables.
+const (
+	RunsPrimary   Index = "runs.primary"
+	JobsPrimary   Index = "jobs.primary"
+	JobsClaim     Index = "jobs.claim"
+	JobsRun       Index = "jobs.run"
+	JobsHeartbeat Index = "jobs.heartbeat"
+	// None is the access path of statements that read no table rows to find
+	// their targets (an INSERT, a bookkeeping query).
+	None Index = ""
+)
+
+// Statement is one SQL statement with its declared access path.
+type Statement struct {
+	// Name identifies the statement across dialects ("job.claim").
+	Name string
+	// SQL is the statement text. Statements with IDList set contain the
+	// marker {ids} where the dialect expands one placeholder per id, unless
+	// the dialect passes the list as one array parameter.
+	SQL string
+	// Table is the table the statement reads or writes ("lockstep_jobs").
+	Table string
+	// Finds is the index the statement uses to find its rows.
+	Finds Index
+	// Changes lists the indexes whose entries the statement modifies.
+	Changes []Index
+	// Locks is true when the statement takes row locks (a locking read,
+	// UPDATE, DELETE); false for consistent, non-locking reads and inserts.
+	Locks bool
+	// Claim marks the claim query: its plan must not sort and must stop at
+	// its LIMIT.
+	Claim bool
+	// IDList marks statements whose last parameter is a list of ids, all
+	// visited through the primary key in ascending order.
+	IDList bool
+	// Rows marks multi-row INSERTs whose {rows} marker expands to RowSQL once
+	// per row.
+	Rows bool
+	// RowSQL is the VALUES tuple for one row of a Rows statement.
+	RowSQL string
+}
+
+// Catalog is the complete, immutable set of statements of one dialect.
+type Catalog struct {
+	dialect string
+	// arrayParams is true when id lists are bound as one array parameter
+	// (PostgreSQL = ANY($n)) instead of expanded placeholders.
+	arrayParams bool
+	indexNames  map[Index]string
+	stmts       map[string]Statement
+	order       []string
+}
+
+// New builds a catalogue and checks that every statement is well formed, so
+// a malformed declaration fails at start-up, not at the first claim.
+func New(dialect string, arrayParams bool, indexNames map[Index]string, stmts ...Statement) (*Catalog, error) {
+	c := &Catalog{dialect: dialect, arrayParams: arrayParams, indexNames: map[Index]string{}, stmts: map[string]Statement{}}
+	for k, v := range indexNames {
+		c.indexNames[k] = v
+	}
+	for _, s := range stmts {
+		if s.Name == "" || s.SQL == "" {
+			return nil, fmt.Errorf("catalog %s: statement without name or SQL", dialect)
+		}
+		if _, dup := c.stmts[s.Name]; dup {
+			return nil, fmt.Errorf("catalog %s: statement %q declared twice", dialect, s.Name)
+		}
+		if s.IDList && !arrayParams && !strings.Contains(s.SQL, "{ids}") {
+			return nil, fmt.Errorf("catalog %s: %s: IDList statement lacks the {ids} marker", dialect, s.Name)
+		}
+		if s.Rows && (s.RowSQL == "" || !strings.Contains(s.SQL, "{rows}")) {
+			return nil, fmt.Errorf("catalog %s: %s: Rows statement needs RowSQL and a {rows} marker", dialect, s.Name)
+		}
+		for _, ix := range append([]Index{s.Finds}, s.Changes...) {
+			if ix == None {
+				continue
+			}
+			if _, ok := c.indexNames[ix]; !ok {
+				return nil, fmt.Errorf("catalog %s: %s: index %q has no name in this dialect", dialect, s.Name, ix)
+			}
+		}
+		c.stmts[s.Name] = s
+		c.order = append(c.order, s.Name)
+	}
+	return c, nil
+}
+
+// MustNew is New for catalogues written in the source: a declaration error
+// there is a programming error.
+func MustNew(dialect string, arrayParams bool, indexNames map[Index]string, stmts ...Statement) *Catalog {
+	c, err := New(dialect, arrayParams, indexNames, stmts...)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// Dialect is the dialect the catalogue is written for.
+func (c *Catalog) Dialect() string { return c.dialect }
+
+// ArrayParams reports whether id lists bind as a single array parameter.
+func (c *Catalog) ArrayParams() bool { return c.arrayParams }
+
+// IndexName is the dialect's own name of an index.
+func (c *Catalog) IndexName(ix Index) string { return c.indexNames[ix] }
+
+// Lookup returns a statement by name.
+func (c *Catalog) Lookup(name string) (Statement, bool) {
+	s, ok := c.stmts[name]
+	return s, ok
+}
+
+// Get returns a statement that the caller knows the dialect declares.
+func (c *Catalog) Get(name string) Statement {
+	s, ok := c.stmts[name]
+	if !ok {
+		panic(fmt.Sprintf("catalog %s: no statement %q", c.dialect, name))
+	}
+	return s
+}
+
+// All returns every statement in declaration order.
+func (c *Catalog) All() []Statement {
+	out := make([]Statement, 0, len(c.order))
+	for _, n := range c.order {
+		out = append(out, c.stmts[n])
+	}
+	return out
+}
+
+// Names returns the statement names, sorted.
+func (c *Catalog) Names() []string {
+	out := append([]string(nil), c.order...)
+	sort.Strings(out)
+	return out
+}
+
+// BindIDs renders an IDList statement for the given ids, which must already
+// be sorted ascending, and appends them to args in the dialect's way.
+func (c *Catalog) BindIDs(s Statement, ids []int64, args ...any) (string, []any) {
+	if c.arrayParams {
+		return s.SQL, append(args, ids)
+	}
+	sqlText := strings.Replace(s.SQL, "{ids}", placeholders(len(ids), "?"), 1)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return sqlText, args
+}
+
+// BindRows renders a Rows statement for n rows.
+func (c *Catalog) BindRows(s Statement, n int) string {
+	return strings.Replace(s.SQL, "{rows}", placeholders(n, s.RowSQL), 1)
+}
+
+func placeholders(n int, one string) string {
+	if n <= 0 {
+		// An empty IN () is a syntax error; NULL matches no id.
+		if one == "?" {
+			return "NULL"
+		}
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(n * (len(one) + 1))
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(one)
+	}
+	return b.String()
+}

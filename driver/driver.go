@@ -1,0 +1,219 @@
+// Package driver is the seam between the lockstep client and a database. A
+// driver executes statements from its dialect's catalogue only; the client
+// never writes SQL.
+package driver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+)
+
+// JobStatus is the state of a job row.
+type JobStatus string
+
+// The job statuses. A job is claimed from PENDING into RUNNING and finishes
+// in DONE, FAILED or CANCELLED; a failed attempt with attempts left goes back
+// to PENDING.
+const (
+	StatusPending   JobStatus = "PENDING"
+	StatusRunning   JobStatus = "RUNNING"
+	StatusDone      JobStatus = "DONE"
+	StatusFailed    JobStatus = "FAILED"
+	StatusCancelled JobStatus = "CANCELLED"
+)
+
+// RunStatus is the state of a run row. Completion is derived from the run's
+// jobs rather than stored, so that finishing a job never writes the run row
+// (which would lock a run after its job and break the one lock order).
+type RunStatus string
+
+// The run statuses.
+const (
+	RunActive    RunStatus = "ACTIVE"
+	RunCancelled RunStatus = "CANCELLED"
+)
+
+// JobRow is a job as stored.
+type JobRow struct {
+	ID          int64
+	RunID       int64 // 0 when the job belongs to no run
+	Queue       string
+	Kind        string
+	Args        json.RawMessage
+	Status      JobStatus
+	Priority    int
+	AvailableAt time.Time
+	Attempts    int
+	MaxAttempts int
+	StartedAt   time.Time // zero until first claimed
+	HeartbeatAt time.Time
+	FinishedAt  time.Time
+	LastError   string
+	Errors      []AttemptError
+	CreatedAt   time.Time
+}
+
+// AttemptError is one entry of a job's error history.
+type AttemptError struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+}
+
+// RunRow is a run as stored.
+type RunRow struct {
+	ID          int64
+	Name        string
+	Status      RunStatus
+	Metadata    json.RawMessage
+	CreatedAt   time.Time
+	CancelledAt time.Time
+}
+
+// RunCounts is the number of a run's jobs in each status.
+type RunCounts map[JobStatus]int
+
+// JobInsertParams is one job to insert.
+type JobInsertParams struct {
+	RunID       int64 // 0: no run
+	Queue       string
+	Kind        string
+	Args        []byte
+	Priority    int
+	MaxAttempts int
+	// ScheduledAt is the "not before" time; zero means the database's now.
+	ScheduledAt time.Time
+}
+
+// RunInsertParams creates a run.
+type RunInsertParams struct {
+	Name     string
+	Metadata []byte // JSON or nil
+}
+
+// JobClaimParams claims up to Max jobs of one queue.
+type JobClaimParams struct {
+	Queue string
+	Max   int
+}
+
+// JobFinishParams writes a worker's result. The update is fenced on the
+// attempt the worker claimed: if the job was reaped, reclaimed or cancelled
+// meanwhile, nothing is written.
+type JobFinishParams struct {
+	ID      int64
+	Attempt int
+	// Status is DONE, FAILED or PENDING (retry or snooze).
+	Status JobStatus
+	// RetryAfter delays a PENDING job; the database's now plus this.
+	RetryAfter time.Duration
+	// Snooze puts the job back without consuming an attempt.
+	Snooze bool
+	// Error is recorded in last_error and the history when non-empty.
+	Error string
+}
+
+// JobRef names one attempt of one job.
+type JobRef struct {
+	ID      int64
+	Attempt int
+}
+
+// JobReapParams returns RUNNING jobs whose heartbeat is older than
+// StaleAfter.
+type JobReapParams struct {
+	StaleAfter time.Duration
+	Max        int
+}
+
+// ReapResult is a reaped job and where it went.
+type ReapResult struct {
+	ID      int64
+	Attempt int
+	Status  JobStatus // PENDING or FAILED
+}
+
+// RunCancelResult is what a run cancel changed.
+type RunCancelResult struct {
+	Run       *RunRow
+	Cancelled []int64 // ids of the jobs moved to CANCELLED, ascending
+}
+
+// JobListParams filters a job listing.
+type JobListParams struct {
+	RunID   int64
+	Status  JobStatus
+	AfterID int64
+	Limit   int
+}
+
+// Executor runs catalogue statements on a pool or inside one transaction.
+// Each method is one unit of work: on a pool it opens (and commits) its own
+// short READ COMMITTED transaction when it needs more than one statement; on
+// a transaction it runs inside it and leaves commit to the owner.
+type Executor interface {
+	JobInsertMany(ctx context.Context, jobs []JobInsertParams) ([]int64, error)
+	// JobInsertIntoRun locks the run row (the run before its jobs), refuses a
+	// cancelled run with ErrRunCancelled, and inserts the jobs.
+	JobInsertIntoRun(ctx context.Context, runID int64, jobs []JobInsertParams) ([]int64, error)
+	JobClaim(ctx context.Context, p *JobClaimParams) ([]*JobRow, error)
+	// JobFinish reports false when the fence did not match (nothing written).
+	JobFinish(ctx context.Context, p *JobFinishParams) (bool, error)
+	// JobHeartbeat refreshes the heartbeat of the given attempts and returns
+	// those that are no longer RUNNING at that attempt (cancelled or reaped).
+	JobHeartbeat(ctx context.Context, jobs []JobRef) (lost []JobRef, err error)
+	JobReap(ctx context.Context, p *JobReapParams) ([]ReapResult, error)
+	// JobCancel cancels one PENDING or RUNNING job; false if it was neither.
+	JobCancel(ctx context.Context, id int64) (bool, error)
+	JobGet(ctx context.Context, id int64) (*JobRow, error)
+	JobList(ctx context.Context, p *JobListParams) ([]*JobRow, error)
+	RunInsert(ctx context.Context, p *RunInsertParams) (*RunRow, error)
+	RunGet(ctx context.Context, id int64) (*RunRow, error)
+	RunCounts(ctx context.Context, id int64) (RunCounts, error)
+	// RunCancel marks the run CANCELLED, then cancels its PENDING and RUNNING
+	// jobs by primary key in ascending id order.
+	RunCancel(ctx context.Context, id int64) (*RunCancelResult, error)
+}
+
+// Tx is an Executor inside a transaction the driver opened.
+type Tx interface {
+	Executor
+	Commit() error
+	Rollback() error
+}
+
+// Driver is one database behind the queue.
+type Driver interface {
+	// Dialect is "mysql", "postgres" or "sqlite".
+	Dialect() string
+	Catalog() *catalog.Catalog
+	// Migrations holds NNNN_name.up.sql and NNNN_name.down.sql files.
+	Migrations() fs.FS
+	// DB is the pool as a database/sql handle, for migrations and RetryTx.
+	DB() *sql.DB
+	Executor() Executor
+	// Begin opens a READ COMMITTED transaction (BEGIN IMMEDIATE on SQLite).
+	Begin(ctx context.Context) (Tx, error)
+	// BeginSQL opens the same kind of transaction as a *sql.Tx, for user code.
+	BeginSQL(ctx context.Context) (*sql.Tx, error)
+	// UnwrapTx returns an Executor that runs inside a transaction the caller
+	// owns (*sql.Tx, or pgx.Tx for the postgres driver).
+	UnwrapTx(tx any) (Executor, error)
+	// ClassifyError reports the kind of a database error, by code.
+	ClassifyError(err error) ErrorKind
+	// Version is the server's version string, checked at client start.
+	Version(ctx context.Context) (string, error)
+	Close() error
+}
+
+// ErrRunCancelled is returned when jobs are enqueued into a cancelled run.
+var ErrRunCancelled = errors.New("run is cancelled")
+
+// ErrNotFound is returned for a job or run id that does not exist.
+var ErrNotFound = errors.New("not found")

@@ -1,0 +1,517 @@
+package sqlexec
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+)
+
+// Dialect is what a database contributes to the shared executor.
+type Dialect struct {
+	Catalog *catalog.Catalog
+	// BeginTx opens the queue's own short transaction.
+	BeginTx func(ctx context.Context, db *sql.DB) (*sql.Tx, error)
+	// Classify returns the kind and code of a database error.
+	Classify func(err error) (lsdriver.ErrorKind, string)
+	// TimeArg converts a time parameter; nil passes time.Time unchanged.
+	TimeArg func(time.Time) any
+	// ColumnarInsert builds the array-per-column arguments of "job.insert"
+	// for dialects that insert from arrays; nil expands {rows}.
+	ColumnarInsert func(jobs []lsdriver.JobInsertParams) []any
+	// InsertReturning is true when INSERT ... RETURNING id is supported;
+	// otherwise ids come from LastInsertId, consecutive within one
+	// multi-row statement (InnoDB guarantees this for simple inserts).
+	InsertReturning bool
+	// ChunkSize bounds the ids one multi-row statement names.
+	ChunkSize int
+}
+
+// Executor implements driver.Executor on a pool or inside a transaction.
+type Executor struct {
+	d    *Dialect
+	q    Querier
+	pool *sql.DB // nil: q is a transaction someone else owns
+}
+
+// New returns an Executor over a pool; multi-statement operations open
+// their own transaction.
+func New(d *Dialect, pool *sql.DB) *Executor {
+	return &Executor{d: d, q: SQL(pool), pool: pool}
+}
+
+// InTx returns an Executor that runs inside an existing transaction.
+func InTx(d *Dialect, q Querier) *Executor { return &Executor{d: d, q: q} }
+
+var _ lsdriver.Executor = (*Executor)(nil)
+
+func (e *Executor) cat() *catalog.Catalog { return e.d.Catalog }
+
+// wrap classifies a database error by code and names the operation.
+func (e *Executor) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, lsdriver.ErrNotFound) || errors.Is(err, lsdriver.ErrRunCancelled) || lsdriver.KindOf(err) != lsdriver.ErrorOther {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if kind, code := e.d.Classify(err); kind != lsdriver.ErrorOther {
+		return fmt.Errorf("%s: %w", op, &lsdriver.DBError{Kind: kind, Code: code, Err: err})
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// inTx runs fn in the queue's own transaction, or in the caller's.
+func (e *Executor) inTx(ctx context.Context, fn func(q Querier) error) error {
+	if e.pool == nil {
+		return fn(e.q)
+	}
+	tx, err := e.d.BeginTx(ctx, e.pool)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(SQL(tx)); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func (e *Executor) timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	if e.d.TimeArg != nil {
+		return e.d.TimeArg(t)
+	}
+	return t.UTC()
+}
+
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// execIDs runs an IDList statement over ascending ids in chunks, locking
+// the chunk first where the dialect needs it (job.lock_ids: PostgreSQL
+// locks rows in plan order, so the ids are locked ORDER BY id first).
+func (e *Executor) execIDs(ctx context.Context, q Querier, name string, ids []int64, args ...any) (int64, error) {
+	st := e.cat().Get(name)
+	lock, needLock := e.cat().Lookup("job.lock_ids")
+	chunk := e.d.ChunkSize
+	if chunk <= 0 {
+		chunk = 500
+	}
+	var total int64
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		if needLock {
+			sqlText, largs := e.cat().BindIDs(lock, part)
+			rows, err := q.Query(ctx, sqlText, largs...)
+			if err != nil {
+				return total, err
+			}
+			for rows.Next() {
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				return total, err
+			}
+		}
+		sqlText, bargs := e.cat().BindIDs(st, part, args...)
+		res, err := q.Exec(ctx, sqlText, bargs...)
+		if err != nil {
+			return total, err
+		}
+		total += res.RowsAffected
+	}
+	return total, nil
+}
+
+func sortedUnique(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// JobInsertMany inserts jobs in batches, one statement per batch.
+func (e *Executor) JobInsertMany(ctx context.Context, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+	ids, err := e.insertJobs(ctx, e.q, jobs)
+	return ids, e.wrap("insert jobs", err)
+}
+
+func (e *Executor) insertJobs(ctx context.Context, q Querier, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+	const batch = 1000
+	ids := make([]int64, 0, len(jobs))
+	for start := 0; start < len(jobs); start += batch {
+		part := jobs[start:min(start+batch, len(jobs))]
+		got, err := e.insertBatch(ctx, q, part)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+	}
+	return ids, nil
+}
+
+func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+	st := e.cat().Get("job.insert")
+	var sqlText string
+	var args []any
+	if e.d.ColumnarInsert != nil {
+		sqlText, args = st.SQL, e.d.ColumnarInsert(jobs)
+	} else {
+		sqlText = e.cat().BindRows(st, len(jobs))
+		args = make([]any, 0, len(jobs)*8)
+		for _, j := range jobs {
+			var run any
+			if j.RunID != 0 {
+				run = j.RunID
+			}
+			args = append(args, run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt))
+		}
+	}
+	if !e.d.InsertReturning {
+		res, err := q.Exec(ctx, sqlText, args...)
+		if err != nil {
+			return nil, err
+		}
+		if res.RowsAffected != int64(len(jobs)) || res.LastInsertID == 0 {
+			return nil, fmt.Errorf("insert reported %d rows, first id %d, for %d jobs", res.RowsAffected, res.LastInsertID, len(jobs))
+		}
+		ids := make([]int64, len(jobs))
+		for i := range ids {
+			ids[i] = res.LastInsertID + int64(i)
+		}
+		return ids, nil
+	}
+	ids, err := queryIDs(ctx, q, sqlText, args...)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != len(jobs) {
+		return nil, fmt.Errorf("insert returned %d ids for %d jobs", len(ids), len(jobs))
+	}
+	// RETURNING order is not guaranteed everywhere; ids are assigned in
+	// insertion order within one statement, so sorted ids are input order.
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func queryIDs(ctx context.Context, q Querier, sqlText string, args ...any) ([]int64, error) {
+	rows, err := q.Query(ctx, sqlText, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// JobInsertIntoRun locks the run row first — the run before its jobs, the
+// same order as RunCancel — so no job can slip into a run being cancelled.
+func (e *Executor) JobInsertIntoRun(ctx context.Context, runID int64, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+	var ids []int64
+	err := e.inTx(ctx, func(q Querier) error {
+		var err error
+		ids, err = e.insertIntoRun(ctx, q, runID, jobs)
+		return err
+	})
+	return ids, e.wrap("insert jobs into run", err)
+}
+
+func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+	rows, err := q.Query(ctx, e.cat().Get("run.lock_shared").SQL, runID)
+	if err != nil {
+		return nil, err
+	}
+	var status string
+	found := rows.Next()
+	if found {
+		err = rows.Scan(&status)
+	}
+	if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("run %d: %w", runID, lsdriver.ErrNotFound)
+	}
+	if lsdriver.RunStatus(status) == lsdriver.RunCancelled {
+		return nil, fmt.Errorf("run %d: %w", runID, lsdriver.ErrRunCancelled)
+	}
+	withRun := make([]lsdriver.JobInsertParams, len(jobs))
+	for i, j := range jobs {
+		j.RunID = runID
+		withRun[i] = j
+	}
+	return e.insertJobs(ctx, q, withRun)
+}
+
+// JobClaim takes up to Max ready jobs of a queue in one short transaction.
+func (e *Executor) JobClaim(ctx context.Context, p *lsdriver.JobClaimParams) ([]*lsdriver.JobRow, error) {
+	if p.Max <= 0 {
+		return nil, nil
+	}
+	if st, ok := e.cat().Lookup("job.claim"); ok {
+		// One statement locks (SKIP LOCKED), updates and returns the rows.
+		rows, err := e.q.Query(ctx, st.SQL, p.Queue, p.Max)
+		if err != nil {
+			return nil, e.wrap("claim", err)
+		}
+		jobs, err := scanJobs(rows)
+		slices.SortFunc(jobs, func(a, b *lsdriver.JobRow) int { return cmpInt64(a.ID, b.ID) })
+		return jobs, e.wrap("claim", err)
+	}
+	// MySQL: no UPDATE ... RETURNING. Lock the rows through the claim index
+	// with SKIP LOCKED, then move them to RUNNING by primary key.
+	var jobs []*lsdriver.JobRow
+	err := e.inTx(ctx, func(q Querier) error {
+		rows, err := q.Query(ctx, e.cat().Get("job.claim_select").SQL, p.Queue, p.Max)
+		if err != nil {
+			return err
+		}
+		var now time.Time
+		jobs = jobs[:0]
+		for rows.Next() {
+			j, err := scanJob(rows, nullTime{&now})
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			jobs = append(jobs, j)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		ids := make([]int64, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.ID
+			j.Status, j.Attempts, j.StartedAt, j.HeartbeatAt = lsdriver.StatusRunning, j.Attempts+1, now, now
+		}
+		ids = sortedUnique(ids)
+		n, err := e.execIDs(ctx, q, "job.claim_update", ids, e.timeArg(now), e.timeArg(now))
+		if err != nil {
+			return err
+		}
+		if n != int64(len(ids)) {
+			// The rows are locked by this transaction; anything else is a bug
+			// worth failing loudly on rather than running a job twice.
+			return fmt.Errorf("claim updated %d of %d locked rows", n, len(ids))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, e.wrap("claim", err)
+	}
+	slices.SortFunc(jobs, func(a, b *lsdriver.JobRow) int { return cmpInt64(a.ID, b.ID) })
+	return jobs, nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func historyEntry(attempt int, msg string) string {
+	b, _ := json.Marshal([]lsdriver.AttemptError{{Attempt: attempt, At: time.Now().UTC(), Error: msg}})
+	return string(b)
+}
+
+// JobFinish writes a worker's result by primary key, fenced on the attempt.
+func (e *Executor) JobFinish(ctx context.Context, p *lsdriver.JobFinishParams) (bool, error) {
+	var name string
+	var args []any
+	switch {
+	case p.Status == lsdriver.StatusDone:
+		name, args = "job.finish_done", []any{p.ID, p.Attempt}
+	case p.Status == lsdriver.StatusFailed:
+		name, args = "job.finish_failed", []any{p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
+	case p.Status == lsdriver.StatusPending && p.Snooze:
+		name, args = "job.finish_snooze", []any{micros(p.RetryAfter), p.ID, p.Attempt}
+	case p.Status == lsdriver.StatusPending:
+		name, args = "job.finish_retry", []any{micros(p.RetryAfter), p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
+	default:
+		return false, fmt.Errorf("finish job %d: status %q is not a result", p.ID, p.Status)
+	}
+	res, err := e.q.Exec(ctx, e.cat().Get(name).SQL, args...)
+	if err != nil {
+		return false, e.wrap(fmt.Sprintf("finish job %d", p.ID), err)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// JobHeartbeat refreshes heartbeats by primary key in ascending id order
+// and reports the attempts this worker no longer owns.
+func (e *Executor) JobHeartbeat(ctx context.Context, jobs []lsdriver.JobRef) ([]lsdriver.JobRef, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	want := make(map[int64]int, len(jobs))
+	ids := make([]int64, 0, len(jobs))
+	for _, j := range jobs {
+		want[j.ID] = j.Attempt
+		ids = append(ids, j.ID)
+	}
+	ids = sortedUnique(ids)
+	owned := map[int64]bool{}
+	err := e.inTx(ctx, func(q Querier) error {
+		if _, err := e.execIDs(ctx, q, "job.heartbeat", ids); err != nil {
+			return err
+		}
+		sqlText, args := e.cat().BindIDs(e.cat().Get("job.state_many"), ids)
+		rows, err := q.Query(ctx, sqlText, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		clear(owned)
+		for rows.Next() {
+			var id, attempts int64
+			var status string
+			if err := rows.Scan(&id, &status, &attempts); err != nil {
+				return err
+			}
+			owned[id] = lsdriver.JobStatus(status) == lsdriver.StatusRunning && int(attempts) == want[id]
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, e.wrap("heartbeat", err)
+	}
+	var lost []lsdriver.JobRef
+	for _, j := range jobs {
+		if !owned[j.ID] {
+			lost = append(lost, j)
+		}
+	}
+	return lost, nil
+}
+
+// JobReap returns RUNNING jobs with a stale heartbeat to PENDING (FAILED
+// when no attempt is left). Candidates come from a non-locking read; each
+// is then updated alone by primary key, in ascending id order, re-checking
+// that it is still the same stale attempt.
+func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]lsdriver.ReapResult, error) {
+	limit := p.Max
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := e.q.Query(ctx, e.cat().Get("job.reap_select").SQL, micros(p.StaleAfter), limit)
+	if err != nil {
+		return nil, e.wrap("reap: select", err)
+	}
+	type cand struct {
+		id                  int64
+		attempts, maxAttmpt int64
+	}
+	var cands []cand
+	for rows.Next() {
+		var c cand
+		if err := rows.Scan(&c.id, &c.attempts, &c.maxAttmpt); err != nil {
+			rows.Close()
+			return nil, e.wrap("reap: select", err)
+		}
+		cands = append(cands, c)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, e.wrap("reap: select", err)
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmpInt64(a.id, b.id) })
+	st := e.cat().Get("job.reap")
+	var out []lsdriver.ReapResult
+	for _, c := range cands {
+		msg := fmt.Sprintf("heartbeat lost: no heartbeat for over %s (worker presumed dead)", p.StaleAfter)
+		res, err := e.q.Exec(ctx, st.SQL, msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter))
+		if err != nil {
+			return out, e.wrap(fmt.Sprintf("reap job %d", c.id), err)
+		}
+		if res.RowsAffected == 1 {
+			status := lsdriver.StatusPending
+			if c.attempts >= c.maxAttmpt {
+				status = lsdriver.StatusFailed
+			}
+			out = append(out, lsdriver.ReapResult{ID: c.id, Attempt: int(c.attempts), Status: status})
+		}
+	}
+	return out, nil
+}
+
+// JobCancel cancels one job by primary key.
+func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
+	res, err := e.q.Exec(ctx, e.cat().Get("job.cancel").SQL, id)
+	if err != nil {
+		return false, e.wrap(fmt.Sprintf("cancel job %d", id), err)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// JobGet reads one job.
+func (e *Executor) JobGet(ctx context.Context, id int64) (*lsdriver.JobRow, error) {
+	rows, err := e.q.Query(ctx, e.cat().Get("job.get").SQL, id)
+	if err != nil {
+		return nil, e.wrap(fmt.Sprintf("get job %d", id), err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, e.wrap(fmt.Sprintf("get job %d", id), err)
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("job %d: %w", id, lsdriver.ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// JobList lists jobs by id, optionally of one run and one status.
+func (e *Executor) JobList(ctx context.Context, p *lsdriver.JobListParams) ([]*lsdriver.JobRow, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	var rows Rows
+	var err error
+	if p.RunID != 0 {
+		rows, err = e.q.Query(ctx, e.cat().Get("job.list_by_run").SQL, p.RunID, p.AfterID, string(p.Status), string(p.Status), limit)
+	} else {
+		rows, err = e.q.Query(ctx, e.cat().Get("job.list").SQL, p.AfterID, string(p.Status), string(p.Status), limit)
+	}
+	if err != nil {
+		return nil, e.wrap("list jobs", err)
+	}
+	jobs, err := scanJobs(rows)
+	return jobs, e.wrap("list jobs", err)
+}
+
+// Tx is an Executor inside a transaction the driver opened.
+type Tx struct {
+	*Executor
+	tx *sql.Tx
+}
+
+// NewTx wraps a transaction the driver began.
+func NewTx(d *Dialect, tx *sql.Tx) *Tx { return &Tx{Executor: InTx(d, SQL(tx)), tx: tx} }
+
+// Commit commits the transaction.
+func (t *Tx) Commit() error { return t.tx.Commit() }
+
+// Rollback rolls the transaction back.
+func (t *Tx) Rollback() error { return t.tx.Rollback() }

@@ -1,0 +1,110 @@
+package sqlexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	lsdriver "github.com/lockstep-queue/lockstep/driver"
+)
+
+// RunInsert creates a run.
+func (e *Executor) RunInsert(ctx context.Context, p *lsdriver.RunInsertParams) (*lsdriver.RunRow, error) {
+	var meta any
+	if len(p.Metadata) > 0 {
+		meta = string(p.Metadata)
+	}
+	st := e.cat().Get("run.insert")
+	var id int64
+	if e.d.InsertReturning {
+		ids, err := queryIDs(ctx, e.q, st.SQL, p.Name, meta)
+		if err != nil {
+			return nil, e.wrap("insert run", err)
+		}
+		if len(ids) != 1 {
+			return nil, fmt.Errorf("insert run: returned %d ids", len(ids))
+		}
+		id = ids[0]
+	} else {
+		res, err := e.q.Exec(ctx, st.SQL, p.Name, meta)
+		if err != nil {
+			return nil, e.wrap("insert run", err)
+		}
+		id = res.LastInsertID
+	}
+	return e.getRun(ctx, e.q, id)
+}
+
+// RunGet reads one run.
+func (e *Executor) RunGet(ctx context.Context, id int64) (*lsdriver.RunRow, error) {
+	return e.getRun(ctx, e.q, id)
+}
+
+func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*lsdriver.RunRow, error) {
+	rows, err := q.Query(ctx, e.cat().Get("run.get").SQL, id)
+	if err != nil {
+		return nil, e.wrap(fmt.Sprintf("get run %d", id), err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, e.wrap(fmt.Sprintf("get run %d", id), err)
+		}
+		return nil, fmt.Errorf("run %d: %w", id, lsdriver.ErrNotFound)
+	}
+	r, err := scanRun(rows)
+	return r, e.wrap(fmt.Sprintf("get run %d", id), err)
+}
+
+// RunCounts counts a run's jobs by status through the run index.
+func (e *Executor) RunCounts(ctx context.Context, id int64) (lsdriver.RunCounts, error) {
+	rows, err := e.q.Query(ctx, e.cat().Get("run.counts").SQL, id)
+	if err != nil {
+		return nil, e.wrap(fmt.Sprintf("count run %d", id), err)
+	}
+	defer rows.Close()
+	out := lsdriver.RunCounts{}
+	for rows.Next() {
+		var status string
+		var n int64
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, e.wrap(fmt.Sprintf("count run %d", id), err)
+		}
+		out[lsdriver.JobStatus(status)] = int(n)
+	}
+	return out, e.wrap(fmt.Sprintf("count run %d", id), rows.Err())
+}
+
+// RunCancel follows the second seed's fix with the run first: lock and mark
+// the run row by primary key (so no job can be enqueued into it), read the
+// ids of its live jobs without locking, then cancel them by primary key in
+// ascending id order, re-checking their status.
+func (e *Executor) RunCancel(ctx context.Context, id int64) (*lsdriver.RunCancelResult, error) {
+	var out *lsdriver.RunCancelResult
+	err := e.inTx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, e.cat().Get("run.cancel").SQL, id); err != nil {
+			return err
+		}
+		run, err := e.getRun(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		ids, err := queryIDs(ctx, q, e.cat().Get("job.ids_live_by_run").SQL, id)
+		if err != nil {
+			return err
+		}
+		ids = sortedUnique(ids)
+		if _, err := e.execIDs(ctx, q, "job.cancel_many", ids); err != nil {
+			return err
+		}
+		out = &lsdriver.RunCancelResult{Run: run, Cancelled: ids}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, lsdriver.ErrNotFound) {
+			return nil, err
+		}
+		return nil, e.wrap(fmt.Sprintf("cancel run %d", id), err)
+	}
+	return out, nil
+}

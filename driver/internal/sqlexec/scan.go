@@ -1,0 +1,163 @@
+package sqlexec
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	lsdriver "github.com/lockstep-queue/lockstep/driver"
+)
+
+// JobColumns is the column list every catalogue selects job rows with, in
+// the order scanJob reads them.
+const JobColumns = "id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, last_error, error_history, created_at"
+
+// RunColumns is the column list of run rows, in scanRun's order.
+const RunColumns = "id, name, status, metadata, created_at, cancelled_at"
+
+// TimeLayout is how the SQLite dialect stores times: fixed width, UTC,
+// millisecond precision, the same text strftime('%Y-%m-%d %H:%M:%f') makes,
+// so that text comparison is time comparison.
+const TimeLayout = "2006-01-02 15:04:05.000"
+
+// nullTime scans a time that may arrive as time.Time (MySQL with
+// parseTime, PostgreSQL) or as text (SQLite).
+type nullTime struct{ t *time.Time }
+
+func (n nullTime) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*n.t = time.Time{}
+	case time.Time:
+		*n.t = v.UTC()
+	case string:
+		return n.parse(v)
+	case []byte:
+		return n.parse(string(v))
+	default:
+		return fmt.Errorf("scan time: unsupported type %T", src)
+	}
+	return nil
+}
+
+func (n nullTime) parse(s string) error {
+	for _, layout := range []string{TimeLayout, "2006-01-02 15:04:05.999999999", time.RFC3339Nano, "2006-01-02 15:04:05.999999999-07:00"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			*n.t = t.UTC()
+			return nil
+		}
+	}
+	return fmt.Errorf("scan time: cannot parse %q", s)
+}
+
+var _ interface{ Scan(any) error } = nullTime{}
+
+// nullInt64 scans a nullable integer into 0.
+type nullInt64 struct{ v *int64 }
+
+func (n nullInt64) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*n.v = 0
+	case int64:
+		*n.v = v
+	case int32:
+		*n.v = int64(v)
+	case []byte:
+		_, err := fmt.Sscan(string(v), n.v)
+		return err
+	case string:
+		_, err := fmt.Sscan(v, n.v)
+		return err
+	default:
+		return fmt.Errorf("scan int: unsupported type %T", src)
+	}
+	return nil
+}
+
+// nullString scans a nullable text into "".
+type nullString struct{ v *string }
+
+func (n nullString) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*n.v = ""
+	case string:
+		*n.v = v
+	case []byte:
+		*n.v = string(v)
+	default:
+		return fmt.Errorf("scan text: unsupported type %T", src)
+	}
+	return nil
+}
+
+// jsonBytes scans JSON that may arrive as text or bytes, copying it because
+// drivers may reuse their buffers.
+type jsonBytes struct{ v *json.RawMessage }
+
+func (j jsonBytes) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*j.v = nil
+	case string:
+		*j.v = json.RawMessage(v)
+	case []byte:
+		*j.v = append(json.RawMessage(nil), v...)
+	default:
+		// pgx's native path may hand over decoded JSON.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("scan json: %w", err)
+		}
+		*j.v = b
+	}
+	return nil
+}
+
+func scanJob(rows Rows, extra ...any) (*lsdriver.JobRow, error) {
+	j := &lsdriver.JobRow{}
+	var status string
+	var history json.RawMessage
+	var priority, attempts, maxAttempts int64
+	dest := []any{
+		&j.ID, nullInt64{&j.RunID}, &j.Queue, &j.Kind, jsonBytes{&j.Args}, &status,
+		nullInt64{&priority}, nullTime{&j.AvailableAt}, nullInt64{&attempts}, nullInt64{&maxAttempts},
+		nullTime{&j.StartedAt}, nullTime{&j.HeartbeatAt}, nullTime{&j.FinishedAt},
+		nullString{&j.LastError}, jsonBytes{&history}, nullTime{&j.CreatedAt},
+	}
+	if err := rows.Scan(append(dest, extra...)...); err != nil {
+		return nil, fmt.Errorf("scan job: %w", err)
+	}
+	j.Status = lsdriver.JobStatus(status)
+	j.Priority, j.Attempts, j.MaxAttempts = int(priority), int(attempts), int(maxAttempts)
+	if len(history) > 0 {
+		if err := json.Unmarshal(history, &j.Errors); err != nil {
+			return nil, fmt.Errorf("scan job %d: error history: %w", j.ID, err)
+		}
+	}
+	return j, nil
+}
+
+func scanJobs(rows Rows) ([]*lsdriver.JobRow, error) {
+	defer rows.Close()
+	var out []*lsdriver.JobRow
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+func scanRun(rows Rows) (*lsdriver.RunRow, error) {
+	r := &lsdriver.RunRow{}
+	var status string
+	if err := rows.Scan(&r.ID, &r.Name, &status, jsonBytes{&r.Metadata}, nullTime{&r.CreatedAt}, nullTime{&r.CancelledAt}); err != nil {
+		return nil, fmt.Errorf("scan run: %w", err)
+	}
+	r.Status = lsdriver.RunStatus(status)
+	return r, nil
+}

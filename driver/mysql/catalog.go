@@ -1,0 +1,146 @@
+package mysql
+
+import (
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+)
+
+// now is the database's clock in UTC whatever the session's time_zone, so a
+// pool the user configured differently still compares like with like.
+const now = "UTC_TIMESTAMP(6)"
+
+// newCatalog declares every statement the queue issues on MySQL/MariaDB.
+// returning is false on MySQL 8, which has no INSERT ... RETURNING.
+func newCatalog(flavor string, returning bool) *catalog.Catalog {
+	indexNames := map[catalog.Index]string{
+		catalog.RunsPrimary:   "PRIMARY",
+		catalog.JobsPrimary:   "PRIMARY",
+		catalog.JobsClaim:     "lockstep_jobs_claim",
+		catalog.JobsRun:       "lockstep_jobs_run",
+		catalog.JobsHeartbeat: "lockstep_jobs_heartbeat",
+	}
+	// statusIndexes are the indexes whose entries change with a job's status.
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat}
+	ret := ""
+	if returning {
+		ret = " RETURNING id"
+	}
+	const jobs = "lockstep_jobs"
+	const byPK = "UPDATE lockstep_jobs FORCE INDEX (PRIMARY) SET "
+	history := "error_history = JSON_MERGE_PRESERVE(error_history, ?)"
+	return catalog.MustNew(flavor, false, indexNames,
+		catalog.Statement{
+			Name: "job.insert", Table: jobs, Rows: true,
+			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, error_history, created_at) VALUES {rows}" + ret,
+			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), '[]', " + now + ")",
+		},
+		catalog.Statement{
+			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			SQL: "SELECT status FROM lockstep_runs FORCE INDEX (PRIMARY) WHERE id = ? LOCK IN SHARE MODE",
+		},
+		catalog.Statement{
+			Name: "job.claim_select", Table: jobs, Finds: catalog.JobsClaim, Locks: true, Claim: true,
+			SQL: "SELECT " + sqlexec.JobColumns + ", " + now + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +
+				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now +
+				" ORDER BY priority, available_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
+		},
+		catalog.Statement{
+			Name: "job.claim_update", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: byPK + "status = 'RUNNING', attempts = attempts + 1, started_at = ?, heartbeat_at = ? WHERE id IN ({ids}) AND status = 'PENDING'",
+		},
+		catalog.Statement{
+			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = 'DONE', finished_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+		},
+		catalog.Statement{
+			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = 'FAILED', finished_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+		},
+		catalog.Statement{
+			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = 'PENDING', available_at = " + now + " + INTERVAL ? MICROSECOND, last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+		},
+		catalog.Statement{
+			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = 'PENDING', available_at = " + now + " + INTERVAL ? MICROSECOND, max_attempts = max_attempts + 1 WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+		},
+		catalog.Statement{
+			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat}, Locks: true, IDList: true,
+			SQL: byPK + "heartbeat_at = " + now + " WHERE id IN ({ids}) AND status = 'RUNNING'",
+		},
+		catalog.Statement{
+			Name: "job.state_many", Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT id, status, attempts FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id IN ({ids})",
+		},
+		catalog.Statement{
+			Name: "job.reap_select", Table: jobs, Finds: catalog.JobsHeartbeat,
+			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat)" +
+				" WHERE status = 'RUNNING' AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND ORDER BY heartbeat_at, id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = IF(attempts >= max_attempts, 'FAILED', 'PENDING'), available_at = " + now +
+				", finished_at = IF(attempts >= max_attempts, " + now + ", NULL), last_error = ?, " + history +
+				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND",
+		},
+		catalog.Statement{
+			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
+		},
+		catalog.Statement{
+			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
+		},
+		catalog.Statement{
+			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND status IN ('PENDING', 'RUNNING') ORDER BY id",
+		},
+		catalog.Statement{
+			Name: "job.get", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "job.list", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "job.list_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "run.insert", Table: "lockstep_runs",
+			SQL: "INSERT INTO lockstep_runs (name, status, metadata, created_at) VALUES (?, 'ACTIVE', ?, " + now + ")" + ret,
+		},
+		catalog.Statement{
+			Name: "run.get", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "run.counts", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT status, COUNT(*) FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? GROUP BY status",
+		},
+		catalog.Statement{
+			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			SQL: "UPDATE lockstep_runs FORCE INDEX (PRIMARY) SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, " + now + ") WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "migration.create_table", Table: "lockstep_migrations",
+			SQL: "CREATE TABLE IF NOT EXISTS lockstep_migrations (version INT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at DATETIME(6) NOT NULL) ENGINE=InnoDB",
+		},
+		catalog.Statement{
+			Name: "migration.list", Table: "lockstep_migrations",
+			SQL: "SELECT version, name, applied_at FROM lockstep_migrations ORDER BY version",
+		},
+		catalog.Statement{
+			Name: "migration.insert", Table: "lockstep_migrations",
+			SQL: "INSERT INTO lockstep_migrations (version, name, applied_at) VALUES (?, ?, " + now + ")",
+		},
+		catalog.Statement{
+			Name: "migration.delete", Table: "lockstep_migrations",
+			SQL: "DELETE FROM lockstep_migrations WHERE version = ?",
+		},
+		catalog.Statement{
+			Name: "server.version", SQL: "SELECT VERSION()",
+		},
+	)
+}

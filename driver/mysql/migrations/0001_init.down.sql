@@ -1,0 +1,2 @@
+DROP TABLE lockstep_jobs;
+DROP TABLE lockstep_runs;

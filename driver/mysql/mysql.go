@@ -1,0 +1,206 @@
+// Package mysql is the lockstep driver for MySQL 8.0.1+ and MariaDB 10.6+
+// (InnoDB), through go-sql-driver/mysql.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strconv"
+	"strings"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Driver runs the queue on a MySQL or MariaDB pool.
+type Driver struct {
+	db      *sql.DB
+	owned   bool
+	version string
+	mariadb bool
+	dialect *sqlexec.Dialect
+}
+
+var _ lsdriver.Driver = (*Driver)(nil)
+
+// Open opens a pool from a go-sql-driver DSN ("user:pass@tcp(host:3306)/db").
+// parseTime is switched on; the driver compares times on the server's UTC
+// clock, so the session time zone does not matter.
+func Open(ctx context.Context, dsn string) (*Driver, error) {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: parse dsn: %w", err)
+	}
+	cfg.ParseTime = true
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	// The queue's transactions are READ COMMITTED; setting it for the
+	// session saves a SET TRANSACTION round trip per transaction.
+	cfg.Params["transaction_isolation"] = "'READ-COMMITTED'"
+	connector, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxIdleConns(16)
+	d, err := New(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	d.owned = true
+	return d, nil
+}
+
+// New wraps an existing pool. It checks the server version: SKIP LOCKED
+// needs MySQL 8.0.1 or MariaDB 10.6.
+func New(ctx context.Context, db *sql.DB) (*Driver, error) {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return nil, fmt.Errorf("mysql: read server version: %w", err)
+	}
+	mariadb, err := CheckVersion(version)
+	if err != nil {
+		return nil, err
+	}
+	flavor := "mysql"
+	if mariadb {
+		flavor = "mariadb"
+	}
+	d := &Driver{db: db, version: version, mariadb: mariadb}
+	d.dialect = &sqlexec.Dialect{
+		// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 does not.
+		Catalog:         newCatalog(flavor, mariadb),
+		InsertReturning: mariadb,
+		BeginTx:         beginReadCommitted,
+		Classify:        classify,
+		ChunkSize:       500,
+	}
+	return d, nil
+}
+
+var versionRE = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
+
+// CheckVersion reports whether version is MariaDB and refuses servers
+// without SKIP LOCKED.
+func CheckVersion(version string) (mariadb bool, err error) {
+	m := versionRE.FindStringSubmatch(version)
+	if m == nil {
+		return false, fmt.Errorf("mysql: cannot read server version %q", version)
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	patch, _ := strconv.Atoi(m[3])
+	mariadb = strings.Contains(strings.ToLower(version), "mariadb")
+	switch {
+	case mariadb && (major < 10 || major == 10 && minor < 6):
+		return true, fmt.Errorf("mysql: MariaDB %s is too old: lockstep needs 10.6 or later (SKIP LOCKED)", version)
+	case !mariadb && (major < 8 || major == 8 && minor == 0 && patch < 1):
+		return false, fmt.Errorf("mysql: MySQL %s is too old: lockstep needs 8.0.1 or later (SKIP LOCKED)", version)
+	}
+	return mariadb, nil
+}
+
+func beginReadCommitted(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	return db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+}
+
+func classify(err error) (lsdriver.ErrorKind, string) {
+	var me *gomysql.MySQLError
+	if !errors.As(err, &me) {
+		return lsdriver.ErrorOther, ""
+	}
+	code := strconv.Itoa(int(me.Number))
+	switch me.Number {
+	case 1213:
+		return lsdriver.ErrorDeadlock, code
+	case 1205, 3572: // 3572: MySQL 8's NOWAIT
+		return lsdriver.ErrorLockTimeout, code
+	case 1020: // MariaDB 11.6+ innodb_snapshot_isolation: record changed
+		return lsdriver.ErrorSerialization, code
+	}
+	return lsdriver.ErrorOther, code
+}
+
+// Dialect implements driver.Driver.
+func (d *Driver) Dialect() string { return "mysql" }
+
+// MariaDB reports whether the server is MariaDB.
+func (d *Driver) MariaDB() bool { return d.mariadb }
+
+// Catalog implements driver.Driver.
+func (d *Driver) Catalog() *catalog.Catalog { return d.dialect.Catalog }
+
+// Migrations implements driver.Driver.
+func (d *Driver) Migrations() fs.FS {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the embedded directory is part of the build
+	}
+	return sub
+}
+
+// DB implements driver.Driver.
+func (d *Driver) DB() *sql.DB { return d.db }
+
+// Executor implements driver.Driver.
+func (d *Driver) Executor() lsdriver.Executor { return sqlexec.New(d.dialect, d.db) }
+
+// Begin implements driver.Driver.
+func (d *Driver) Begin(ctx context.Context) (lsdriver.Tx, error) {
+	tx, err := d.BeginSQL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sqlexec.NewTx(d.dialect, tx), nil
+}
+
+// BeginSQL implements driver.Driver.
+func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
+	tx, err := beginReadCommitted(ctx, d.db)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: begin: %w", err)
+	}
+	return tx, nil
+}
+
+// UnwrapTx implements driver.Driver: it accepts a *sql.Tx.
+func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
+	t, ok := tx.(*sql.Tx)
+	if !ok || t == nil {
+		return nil, fmt.Errorf("mysql: transaction must be a *sql.Tx, got %T", tx)
+	}
+	return sqlexec.InTx(d.dialect, sqlexec.SQL(t)), nil
+}
+
+// ClassifyError implements driver.Driver.
+func (d *Driver) ClassifyError(err error) lsdriver.ErrorKind {
+	if k := lsdriver.KindOf(err); k != lsdriver.ErrorOther {
+		return k
+	}
+	k, _ := classify(err)
+	return k
+}
+
+// Version implements driver.Driver.
+func (d *Driver) Version(context.Context) (string, error) { return d.version, nil }
+
+// Close closes the pool if Open made it.
+func (d *Driver) Close() error {
+	if d.owned {
+		return d.db.Close()
+	}
+	return nil
+}

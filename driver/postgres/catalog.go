@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"strings"
+
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+)
+
+// newCatalog declares every statement the queue issues on PostgreSQL. Rows
+// are locked in the order a plan visits them (a bitmap scan visits them in
+// physical order), so every multi-row UPDATE is preceded by job.lock_ids,
+// which locks the ids ORDER BY id.
+func newCatalog() *catalog.Catalog {
+	indexNames := map[catalog.Index]string{
+		catalog.RunsPrimary:   "lockstep_runs_pkey",
+		catalog.JobsPrimary:   "lockstep_jobs_pkey",
+		catalog.JobsClaim:     "lockstep_jobs_claim",
+		catalog.JobsRun:       "lockstep_jobs_run",
+		catalog.JobsHeartbeat: "lockstep_jobs_heartbeat",
+	}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat}
+	const jobs = "lockstep_jobs"
+	const micro = "::bigint * interval '1 microsecond'"
+	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
+	return catalog.MustNew("postgres", true, indexNames,
+		catalog.Statement{
+			Name: "job.insert", Table: jobs,
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at)" +
+				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, 'PENDING', u.priority, u.max_attempts, COALESCE(u.available_at, now())" +
+				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::timestamptz[])" +
+				" WITH ORDINALITY AS u(run_id, queue, kind, args, priority, max_attempts, available_at, n) ORDER BY u.n RETURNING id",
+		},
+		catalog.Statement{
+			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			SQL: "SELECT status FROM lockstep_runs WHERE id = $1 FOR SHARE",
+		},
+		catalog.Statement{
+			Name: "job.claim", Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
+			SQL: "WITH picked AS (SELECT id FROM lockstep_jobs WHERE queue = $1 AND status = 'PENDING' AND available_at <= now()" +
+				" ORDER BY priority, available_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)" +
+				" UPDATE lockstep_jobs j SET status = 'RUNNING', attempts = j.attempts + 1, started_at = now(), heartbeat_at = now()" +
+				" FROM picked WHERE j.id = picked.id RETURNING " + jcols,
+		},
+		catalog.Statement{
+			Name: "job.lock_ids", Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			SQL: "SELECT id FROM lockstep_jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+		},
+		catalog.Statement{
+			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = now() WHERE id = $1 AND status = 'RUNNING' AND attempts = $2",
+		},
+		catalog.Statement{
+			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = now(), last_error = $1, error_history = error_history || $2::text::jsonb" +
+				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4",
+		},
+		catalog.Statement{
+			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = now() + $1" + micro + ", last_error = $2, error_history = error_history || $3::text::jsonb" +
+				" WHERE id = $4 AND status = 'RUNNING' AND attempts = $5",
+		},
+		catalog.Statement{
+			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = now() + $1" + micro + ", max_attempts = max_attempts + 1" +
+				" WHERE id = $2 AND status = 'RUNNING' AND attempts = $3",
+		},
+		catalog.Statement{
+			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat}, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET heartbeat_at = now() WHERE id = ANY($1) AND status = 'RUNNING'",
+		},
+		catalog.Statement{
+			Name: "job.state_many", Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT id, status, attempts FROM lockstep_jobs WHERE id = ANY($1)",
+		},
+		catalog.Statement{
+			Name: "job.reap_select", Table: jobs, Finds: catalog.JobsHeartbeat,
+			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < now() - $1" + micro +
+				" ORDER BY heartbeat_at, id LIMIT $2",
+		},
+		catalog.Statement{
+			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = now()," +
+				" finished_at = CASE WHEN attempts >= max_attempts THEN now() END, last_error = $1, error_history = error_history || $2::text::jsonb" +
+				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4 AND heartbeat_at < now() - $5" + micro,
+		},
+		catalog.Statement{
+			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now() WHERE id = $1 AND status IN ('PENDING', 'RUNNING')",
+		},
+		catalog.Statement{
+			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now() WHERE id = ANY($1) AND status IN ('PENDING', 'RUNNING')",
+		},
+		catalog.Statement{
+			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = $1 AND status IN ('PENDING', 'RUNNING') ORDER BY id",
+		},
+		catalog.Statement{
+			Name: "job.get", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id = $1",
+		},
+		catalog.Statement{
+			Name: "job.list", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id > $1 AND ($2 = '' OR status = $3) ORDER BY id LIMIT $4",
+		},
+		catalog.Statement{
+			Name: "job.list_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = $1 AND id > $2 AND ($3 = '' OR status = $4) ORDER BY id LIMIT $5",
+		},
+		catalog.Statement{
+			Name: "run.insert", Table: "lockstep_runs",
+			SQL: "INSERT INTO lockstep_runs (name, status, metadata) VALUES ($1, 'ACTIVE', $2::text::jsonb) RETURNING id",
+		},
+		catalog.Statement{
+			Name: "run.get", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id = $1",
+		},
+		catalog.Statement{
+			Name: "run.counts", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT status, COUNT(*) FROM lockstep_jobs WHERE run_id = $1 GROUP BY status",
+		},
+		catalog.Statement{
+			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			SQL: "UPDATE lockstep_runs SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, now()) WHERE id = $1",
+		},
+		catalog.Statement{
+			Name: "migration.create_table", Table: "lockstep_migrations",
+			SQL: "CREATE TABLE IF NOT EXISTS lockstep_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)",
+		},
+		catalog.Statement{
+			Name: "migration.list", Table: "lockstep_migrations",
+			SQL: "SELECT version, name, applied_at FROM lockstep_migrations ORDER BY version",
+		},
+		catalog.Statement{
+			Name: "migration.insert", Table: "lockstep_migrations",
+			SQL: "INSERT INTO lockstep_migrations (version, name, applied_at) VALUES ($1, $2, now())",
+		},
+		catalog.Statement{
+			Name: "migration.delete", Table: "lockstep_migrations",
+			SQL: "DELETE FROM lockstep_migrations WHERE version = $1",
+		},
+		catalog.Statement{
+			Name: "server.version", SQL: "SHOW server_version",
+		},
+	)
+}

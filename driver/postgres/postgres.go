@@ -1,0 +1,240 @@
+// Package postgres is the lockstep driver for PostgreSQL 12+ through pgx v5.
+// It works on a *pgxpool.Pool or on a *sql.DB opened with pgx's stdlib.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Driver runs the queue on PostgreSQL.
+type Driver struct {
+	db      *sql.DB
+	pool    *pgxpool.Pool // nil when built from a *sql.DB
+	owned   bool
+	version string
+	dialect *sqlexec.Dialect
+}
+
+var _ lsdriver.Driver = (*Driver)(nil)
+
+// Open creates a pgx pool from a postgres:// URL or key=value DSN.
+func Open(ctx context.Context, dsn string) (*Driver, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	d, err := New(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	d.owned = true
+	return d, nil
+}
+
+// New wraps a pgx pool.
+func New(ctx context.Context, pool *pgxpool.Pool) (*Driver, error) {
+	d, err := NewDB(ctx, stdlib.OpenDBFromPool(pool))
+	if err != nil {
+		return nil, err
+	}
+	d.pool = pool
+	return d, nil
+}
+
+// NewDB wraps a *sql.DB opened with the pgx stdlib driver ("pgx").
+func NewDB(ctx context.Context, db *sql.DB) (*Driver, error) {
+	var version string
+	if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&version); err != nil {
+		return nil, fmt.Errorf("postgres: read server version: %w", err)
+	}
+	if err := CheckVersion(version); err != nil {
+		return nil, err
+	}
+	d := &Driver{db: db, version: version}
+	d.dialect = &sqlexec.Dialect{
+		Catalog:         newCatalog(),
+		InsertReturning: true,
+		ColumnarInsert:  columnarInsert,
+		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
+		Classify:        classify,
+		ChunkSize:       1000,
+	}
+	return d, nil
+}
+
+var versionRE = regexp.MustCompile(`^(\d+)`)
+
+// CheckVersion refuses servers older than PostgreSQL 12.
+func CheckVersion(version string) error {
+	m := versionRE.FindStringSubmatch(version)
+	if m == nil {
+		return fmt.Errorf("postgres: cannot read server version %q", version)
+	}
+	if major, _ := strconv.Atoi(m[1]); major < 12 {
+		return fmt.Errorf("postgres: PostgreSQL %s is too old: lockstep needs 12 or later", version)
+	}
+	return nil
+}
+
+func columnarInsert(jobs []lsdriver.JobInsertParams) []any {
+	runs := make([]int64, len(jobs))
+	queues := make([]string, len(jobs))
+	kinds := make([]string, len(jobs))
+	args := make([]string, len(jobs))
+	prios := make([]int16, len(jobs))
+	maxes := make([]int32, len(jobs))
+	ats := make([]pgtype.Timestamptz, len(jobs))
+	for i, j := range jobs {
+		runs[i], queues[i], kinds[i], args[i] = j.RunID, j.Queue, j.Kind, string(j.Args)
+		prios[i], maxes[i] = int16(j.Priority), int32(j.MaxAttempts)
+		if !j.ScheduledAt.IsZero() {
+			ats[i] = pgtype.Timestamptz{Time: j.ScheduledAt.UTC(), Valid: true}
+		}
+	}
+	return []any{runs, queues, kinds, args, prios, maxes, ats}
+}
+
+func classify(err error) (lsdriver.ErrorKind, string) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return lsdriver.ErrorOther, ""
+	}
+	switch pe.Code {
+	case "40P01":
+		return lsdriver.ErrorDeadlock, pe.Code
+	case "40001":
+		return lsdriver.ErrorSerialization, pe.Code
+	case "55P03":
+		return lsdriver.ErrorLockTimeout, pe.Code
+	}
+	return lsdriver.ErrorOther, pe.Code
+}
+
+// Dialect implements driver.Driver.
+func (d *Driver) Dialect() string { return "postgres" }
+
+// Catalog implements driver.Driver.
+func (d *Driver) Catalog() *catalog.Catalog { return d.dialect.Catalog }
+
+// Migrations implements driver.Driver.
+func (d *Driver) Migrations() fs.FS {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the embedded directory is part of the build
+	}
+	return sub
+}
+
+// DB implements driver.Driver.
+func (d *Driver) DB() *sql.DB { return d.db }
+
+// Pool is the pgx pool, or nil when the driver was built from a *sql.DB.
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+
+// Executor implements driver.Driver.
+func (d *Driver) Executor() lsdriver.Executor { return sqlexec.New(d.dialect, d.db) }
+
+// Begin implements driver.Driver.
+func (d *Driver) Begin(ctx context.Context) (lsdriver.Tx, error) {
+	tx, err := d.BeginSQL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sqlexec.NewTx(d.dialect, tx), nil
+}
+
+// BeginSQL implements driver.Driver. READ COMMITTED is PostgreSQL's default.
+func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: begin: %w", err)
+	}
+	return tx, nil
+}
+
+// UnwrapTx implements driver.Driver: it accepts a *sql.Tx or a pgx.Tx.
+func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
+	switch t := tx.(type) {
+	case *sql.Tx:
+		if t != nil {
+			return sqlexec.InTx(d.dialect, sqlexec.SQL(t)), nil
+		}
+	case pgx.Tx:
+		if t != nil {
+			return sqlexec.InTx(d.dialect, pgxQuerier{t}), nil
+		}
+	}
+	return nil, fmt.Errorf("postgres: transaction must be a *sql.Tx or pgx.Tx, got %T", tx)
+}
+
+// ClassifyError implements driver.Driver.
+func (d *Driver) ClassifyError(err error) lsdriver.ErrorKind {
+	if k := lsdriver.KindOf(err); k != lsdriver.ErrorOther {
+		return k
+	}
+	k, _ := classify(err)
+	return k
+}
+
+// Version implements driver.Driver.
+func (d *Driver) Version(context.Context) (string, error) { return d.version, nil }
+
+// Close closes the pool if Open made it.
+func (d *Driver) Close() error {
+	if !d.owned {
+		return nil
+	}
+	err := d.db.Close()
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	return err
+}
+
+// pgxQuerier runs statements on a pgx transaction the caller owns.
+type pgxQuerier struct{ tx pgx.Tx }
+
+func (p pgxQuerier) Exec(ctx context.Context, query string, args ...any) (sqlexec.Result, error) {
+	tag, err := p.tx.Exec(ctx, query, args...)
+	if err != nil {
+		return sqlexec.Result{}, err
+	}
+	return sqlexec.Result{RowsAffected: tag.RowsAffected()}, nil
+}
+
+func (p pgxQuerier) Query(ctx context.Context, query string, args ...any) (sqlexec.Rows, error) {
+	rows, err := p.tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgxRows{rows}, nil
+}
+
+type pgxRows struct{ pgx.Rows }
+
+func (r pgxRows) Close() error { r.Rows.Close(); return r.Rows.Err() }

@@ -1,0 +1,140 @@
+package sqlite
+
+import (
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+)
+
+const now = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+
+// plus is now plus a parameter in microseconds.
+const plus = "strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', ? / 1000000.0))"
+
+// newCatalog declares every statement the queue issues on SQLite. SQLite has
+// one writer at a time (BEGIN IMMEDIATE), so there is no lock order to get
+// wrong; the statements still find rows the same way as on the servers.
+func newCatalog() *catalog.Catalog {
+	indexNames := map[catalog.Index]string{
+		catalog.RunsPrimary:   "PRIMARY",
+		catalog.JobsPrimary:   "PRIMARY",
+		catalog.JobsClaim:     "lockstep_jobs_claim",
+		catalog.JobsRun:       "lockstep_jobs_run",
+		catalog.JobsHeartbeat: "lockstep_jobs_heartbeat",
+	}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat}
+	const jobs = "lockstep_jobs"
+	// History entries arrive as a one-element JSON array (the shape MySQL
+	// and PostgreSQL concatenate); json() keeps the element JSON, not text.
+	const history = "error_history = json_insert(error_history, '$[#]', json(json_extract(?, '$[0]')))"
+	return catalog.MustNew("sqlite", false, indexNames,
+		catalog.Statement{
+			Name: "job.insert", Table: jobs, Rows: true,
+			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at) VALUES {rows} RETURNING id",
+			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "))",
+		},
+		catalog.Statement{
+			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			SQL: "SELECT status FROM lockstep_runs WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "job.claim", Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'RUNNING', attempts = attempts + 1, started_at = " + now + ", heartbeat_at = " + now +
+				" WHERE id IN (SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_claim WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now +
+				" ORDER BY priority, available_at, id LIMIT ?) RETURNING " + sqlexec.JobColumns,
+		},
+		catalog.Statement{
+			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+		},
+		catalog.Statement{
+			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+		},
+		catalog.Statement{
+			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = " + plus + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+		},
+		catalog.Statement{
+			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = " + plus + ", max_attempts = max_attempts + 1 WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+		},
+		catalog.Statement{
+			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat}, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET heartbeat_at = " + now + " WHERE id IN ({ids}) AND status = 'RUNNING'",
+		},
+		catalog.Statement{
+			Name: "job.state_many", Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT id, status, attempts FROM lockstep_jobs WHERE id IN ({ids})",
+		},
+		catalog.Statement{
+			Name: "job.reap_select", Table: jobs, Finds: catalog.JobsHeartbeat,
+			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < " +
+				"strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) ORDER BY heartbeat_at, id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = " + now +
+				", finished_at = CASE WHEN attempts >= max_attempts THEN " + now + " END, last_error = ?, " + history +
+				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0))",
+		},
+		catalog.Statement{
+			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
+		},
+		catalog.Statement{
+			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
+		},
+		catalog.Statement{
+			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = ? AND status IN ('PENDING', 'RUNNING') ORDER BY id",
+		},
+		catalog.Statement{
+			Name: "job.get", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "job.list", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "job.list_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = ? AND id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "run.insert", Table: "lockstep_runs",
+			SQL: "INSERT INTO lockstep_runs (name, status, metadata) VALUES (?, 'ACTIVE', ?) RETURNING id",
+		},
+		catalog.Statement{
+			Name: "run.get", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "run.counts", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT status, COUNT(*) FROM lockstep_jobs WHERE run_id = ? GROUP BY status",
+		},
+		catalog.Statement{
+			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			SQL: "UPDATE lockstep_runs SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, " + now + ") WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "migration.create_table", Table: "lockstep_migrations",
+			SQL: "CREATE TABLE IF NOT EXISTS lockstep_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+		},
+		catalog.Statement{
+			Name: "migration.list", Table: "lockstep_migrations",
+			SQL: "SELECT version, name, applied_at FROM lockstep_migrations ORDER BY version",
+		},
+		catalog.Statement{
+			Name: "migration.insert", Table: "lockstep_migrations",
+			SQL: "INSERT INTO lockstep_migrations (version, name, applied_at) VALUES (?, ?, " + now + ")",
+		},
+		catalog.Statement{
+			Name: "migration.delete", Table: "lockstep_migrations",
+			SQL: "DELETE FROM lockstep_migrations WHERE version = ?",
+		},
+		catalog.Statement{
+			Name: "server.version", SQL: "SELECT sqlite_version()",
+		},
+	)
+}

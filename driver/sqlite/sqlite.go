@@ -1,0 +1,181 @@
+// Package sqlite is lockstep's embedded, zero-setup driver on
+// modernc.org/sqlite (pure Go, no cgo): WAL, BEGIN IMMEDIATE transactions
+// and a busy timeout.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Driver runs the queue on an SQLite database file.
+type Driver struct {
+	db      *sql.DB
+	owned   bool
+	version string
+	dialect *sqlexec.Dialect
+}
+
+var _ lsdriver.Driver = (*Driver)(nil)
+
+// Open opens (creating if needed) the database file at path with the
+// settings the queue needs: WAL, BEGIN IMMEDIATE, a busy timeout.
+func Open(ctx context.Context, path string) (*Driver, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	// Every transaction takes the write lock at BEGIN: a read that later
+	// upgrades to a write can fail with BUSY no busy timeout can cure.
+	q.Set("_txlock", "immediate")
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	db, err := sql.Open("sqlite", "file:"+path+sep+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	// One writer at a time is SQLite's nature; a small pool keeps readers
+	// concurrent without piling writers onto the busy handler.
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	d, err := New(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	d.owned = true
+	return d, nil
+}
+
+// New wraps a *sql.DB opened with the "sqlite" driver. The pool should use
+// _txlock=immediate and a busy timeout, as Open sets.
+func New(ctx context.Context, db *sql.DB) (*Driver, error) {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	d := &Driver{db: db, version: version}
+	d.dialect = &sqlexec.Dialect{
+		Catalog:         newCatalog(),
+		InsertReturning: true,
+		TimeArg:         func(t time.Time) any { return t.UTC().Format(sqlexec.TimeLayout) },
+		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
+		Classify:        classify,
+		// SQLite allows 32766 parameters per statement.
+		ChunkSize: 500,
+	}
+	return d, nil
+}
+
+func classify(err error) (lsdriver.ErrorKind, string) {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return lsdriver.ErrorOther, ""
+	}
+	code := se.Code()
+	// Extended codes carry the primary code in their low byte.
+	switch code & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return lsdriver.ErrorBusy, strconv.Itoa(code)
+	}
+	return lsdriver.ErrorOther, strconv.Itoa(code)
+}
+
+// Dialect implements driver.Driver.
+func (d *Driver) Dialect() string { return "sqlite" }
+
+// Catalog implements driver.Driver.
+func (d *Driver) Catalog() *catalog.Catalog { return d.dialect.Catalog }
+
+// Migrations implements driver.Driver.
+func (d *Driver) Migrations() fs.FS {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the embedded directory is part of the build
+	}
+	return sub
+}
+
+// DB implements driver.Driver.
+func (d *Driver) DB() *sql.DB { return d.db }
+
+// Executor implements driver.Driver.
+func (d *Driver) Executor() lsdriver.Executor { return sqlexec.New(d.dialect, d.db) }
+
+// Begin implements driver.Driver.
+func (d *Driver) Begin(ctx context.Context) (lsdriver.Tx, error) {
+	tx, err := d.BeginSQL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sqlexec.NewTx(d.dialect, tx), nil
+}
+
+// BeginSQL implements driver.Driver.
+func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, d.wrap("begin", err)
+	}
+	return tx, nil
+}
+
+func (d *Driver) wrap(op string, err error) error {
+	if kind, code := classify(err); kind != lsdriver.ErrorOther {
+		return fmt.Errorf("sqlite: %s: %w", op, &lsdriver.DBError{Kind: kind, Code: code, Err: err})
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// UnwrapTx implements driver.Driver: it accepts a *sql.Tx.
+func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
+	t, ok := tx.(*sql.Tx)
+	if !ok || t == nil {
+		return nil, fmt.Errorf("sqlite: transaction must be a *sql.Tx, got %T", tx)
+	}
+	return sqlexec.InTx(d.dialect, sqlexec.SQL(t)), nil
+}
+
+// ClassifyError implements driver.Driver.
+func (d *Driver) ClassifyError(err error) lsdriver.ErrorKind {
+	if k := lsdriver.KindOf(err); k != lsdriver.ErrorOther {
+		return k
+	}
+	k, _ := classify(err)
+	return k
+}
+
+// Version implements driver.Driver.
+func (d *Driver) Version(context.Context) (string, error) { return d.version, nil }
+
+// Close closes the database if Open opened it.
+func (d *Driver) Close() error {
+	if d.owned {
+		return d.db.Close()
+	}
+	return nil
+}

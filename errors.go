@@ -1,0 +1,92 @@
+package lockstep
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// Types shared with drivers.
+type (
+	// JobRow is a job as stored.
+	JobRow = driver.JobRow
+	// Run is a run as stored.
+	Run = driver.RunRow
+	// RunCounts counts a run's jobs by status.
+	RunCounts = driver.RunCounts
+	// JobStatus is a job's state.
+	JobStatus = driver.JobStatus
+	// AttemptError is one entry of a job's error history.
+	AttemptError = driver.AttemptError
+	// ErrorKind classifies a database error by code.
+	ErrorKind = driver.ErrorKind
+	// DBError is a database error with its kind and code.
+	DBError = driver.DBError
+)
+
+// Job statuses.
+const (
+	StatusPending   = driver.StatusPending
+	StatusRunning   = driver.StatusRunning
+	StatusDone      = driver.StatusDone
+	StatusFailed    = driver.StatusFailed
+	StatusCancelled = driver.StatusCancelled
+)
+
+// Error kinds.
+const (
+	ErrorOther         = driver.ErrorOther
+	ErrorDeadlock      = driver.ErrorDeadlock
+	ErrorSerialization = driver.ErrorSerialization
+	ErrorLockTimeout   = driver.ErrorLockTimeout
+	ErrorBusy          = driver.ErrorBusy
+)
+
+var (
+	// ErrRunCancelled: jobs cannot be enqueued into a cancelled run.
+	ErrRunCancelled = driver.ErrRunCancelled
+	// ErrNotFound: no job or run with that id.
+	ErrNotFound = driver.ErrNotFound
+	// ErrJobLost is the cause of a running job's context when the job was
+	// cancelled or reclaimed elsewhere; its result will not be written.
+	ErrJobLost = errors.New("job was cancelled or reclaimed; its result will be discarded")
+	// ErrClientStopping is the cause of a running job's context when the
+	// client is stopping without waiting for it.
+	ErrClientStopping = errors.New("client is stopping")
+	// ErrNestedRetryTx: RetryTx retries whole transactions it owns and so
+	// refuses to run inside another one.
+	ErrNestedRetryTx = errors.New("RetryTx called inside a RetryTx transaction: a transaction can only be retried whole, by its owner")
+	// ErrUnknownKind: no worker is registered for the job's kind.
+	ErrUnknownKind = errors.New("no worker registered for kind")
+)
+
+// ErrorKindOf reports the kind of a classified database error in err.
+func ErrorKindOf(err error) ErrorKind { return driver.KindOf(err) }
+
+// SnoozeError puts a job back to PENDING for Duration without consuming an
+// attempt (the first seed's job held back by an external limit).
+type SnoozeError struct{ Duration time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.Duration) }
+
+// Snooze returns an error that, returned from Work, snoozes the job.
+func Snooze(d time.Duration) error { return &SnoozeError{Duration: max(d, 0)} }
+
+// PermanentError fails a job at once, without further attempts.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err so that, returned from Work, the job fails at once.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// PanicError is a panic recovered from a worker.
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }

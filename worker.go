@@ -1,0 +1,116 @@
+package lockstep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// JobArgs is a job's payload. Kind names the worker that runs it; the value
+// is stored as JSON. Implement Kind on a value (not pointer) receiver.
+type JobArgs interface {
+	Kind() string
+}
+
+// Job is a claimed job with its decoded args.
+type Job[T JobArgs] struct {
+	*JobRow
+	Args T
+}
+
+// Worker runs jobs of one kind.
+type Worker[T JobArgs] interface {
+	Work(ctx context.Context, job *Job[T]) error
+}
+
+// WorkerTimeout may be implemented by a Worker to give its jobs their own
+// timeout (negative: none), overriding Config.JobTimeout.
+type WorkerTimeout[T JobArgs] interface {
+	Timeout(job *Job[T]) time.Duration
+}
+
+// WorkerNextRetry may be implemented by a Worker to choose the delay before
+// the next attempt after a failure, overriding Config.RetryBackoff.
+type WorkerNextRetry[T JobArgs] interface {
+	NextRetry(job *Job[T]) time.Duration
+}
+
+// WorkFunc adapts a function to a Worker.
+func WorkFunc[T JobArgs](fn func(ctx context.Context, job *Job[T]) error) Worker[T] {
+	return workFunc[T](fn)
+}
+
+type workFunc[T JobArgs] func(ctx context.Context, job *Job[T]) error
+
+func (f workFunc[T]) Work(ctx context.Context, job *Job[T]) error { return f(ctx, job) }
+
+// Workers is the registry of workers by kind.
+type Workers struct {
+	byKind map[string]*workerEntry
+}
+
+// NewWorkers returns an empty registry.
+func NewWorkers() *Workers { return &Workers{byKind: map[string]*workerEntry{}} }
+
+// workerEntry holds one kind's worker behind functions that decode the raw
+// row, so the executor needs no type parameters.
+type workerEntry struct {
+	kind string
+	// prepare decodes the args; an error is permanent (bad args).
+	prepare func(row *JobRow) (run func(ctx context.Context) error, timeout func() (time.Duration, bool), nextRetry func() (time.Duration, bool), err error)
+}
+
+// AddWorker registers w for its args' kind. It panics on a kind registered
+// twice or an invalid kind name, a programming error found at start-up;
+// AddWorkerSafely returns the error instead.
+func AddWorker[T JobArgs](ws *Workers, w Worker[T]) {
+	if err := AddWorkerSafely(ws, w); err != nil {
+		panic(err)
+	}
+}
+
+// AddWorkerSafely is AddWorker returning an error.
+func AddWorkerSafely[T JobArgs](ws *Workers, w Worker[T]) error {
+	var zero T
+	kind := zero.Kind()
+	if err := validName("kind", kind); err != nil {
+		return fmt.Errorf("add worker: %w", err)
+	}
+	if ws.byKind == nil {
+		ws.byKind = map[string]*workerEntry{}
+	}
+	if _, dup := ws.byKind[kind]; dup {
+		return fmt.Errorf("add worker: kind %q is already registered", kind)
+	}
+	ws.byKind[kind] = &workerEntry{kind: kind, prepare: func(row *JobRow) (func(context.Context) error, func() (time.Duration, bool), func() (time.Duration, bool), error) {
+		job := &Job[T]{JobRow: row}
+		if err := json.Unmarshal(row.Args, &job.Args); err != nil {
+			return nil, nil, nil, fmt.Errorf("decode args of kind %q: %w", kind, err)
+		}
+		run := func(ctx context.Context) error { return w.Work(ctx, job) }
+		timeout := func() (time.Duration, bool) {
+			if t, ok := w.(WorkerTimeout[T]); ok {
+				return t.Timeout(job), true
+			}
+			return 0, false
+		}
+		next := func() (time.Duration, bool) {
+			if n, ok := w.(WorkerNextRetry[T]); ok {
+				return n.NextRetry(job), true
+			}
+			return 0, false
+		}
+		return run, timeout, next, nil
+	}}
+	return nil
+}
+
+// Kinds lists the registered kinds.
+func (ws *Workers) Kinds() []string {
+	out := make([]string, 0, len(ws.byKind))
+	for k := range ws.byKind {
+		out = append(out, k)
+	}
+	return out
+}
