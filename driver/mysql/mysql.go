@@ -29,7 +29,10 @@ type Driver struct {
 	owned   bool
 	version string
 	mariadb bool
-	dialect *sqlexec.Dialect
+	// sessionRC: the pool's sessions default to READ COMMITTED, so
+	// transactions need not set it.
+	sessionRC bool
+	dialect   *sqlexec.Dialect
 }
 
 var _ lsdriver.Driver = (*Driver)(nil)
@@ -43,25 +46,52 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		return nil, fmt.Errorf("mysql: parse dsn: %w", err)
 	}
 	cfg.ParseTime = true
+	probe, err := openConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := New(ctx, probe)
+	_ = probe.Close()
+	if err != nil {
+		return nil, err
+	}
+	// The queue's transactions are READ COMMITTED; making it the session's
+	// default saves a SET TRANSACTION round trip per transaction. MariaDB
+	// before 11.1 knows the variable only as tx_isolation, MySQL 8 only as
+	// transaction_isolation.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
-	// The queue's transactions are READ COMMITTED; setting it for the
-	// session saves a SET TRANSACTION round trip per transaction.
-	cfg.Params["transaction_isolation"] = "'READ-COMMITTED'"
+	name := "transaction_isolation"
+	if d.mariadb && !versionAtLeast(d.version, 11, 1) {
+		name = "tx_isolation"
+	}
+	cfg.Params[name] = "'READ-COMMITTED'"
+	db, err := openConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxIdleConns(16)
+	d.db, d.owned, d.sessionRC = db, true, true
+	return d, nil
+}
+
+func openConfig(cfg *gomysql.Config) (*sql.DB, error) {
 	connector, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
-	db := sql.OpenDB(connector)
-	db.SetMaxIdleConns(16)
-	d, err := New(ctx, db)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
+	return sql.OpenDB(connector), nil
+}
+
+func versionAtLeast(version string, major, minor int) bool {
+	m := versionRE.FindStringSubmatch(version)
+	if m == nil {
+		return false
 	}
-	d.owned = true
-	return d, nil
+	ma, _ := strconv.Atoi(m[1])
+	mi, _ := strconv.Atoi(m[2])
+	return ma > major || ma == major && mi >= minor
 }
 
 // New wraps an existing pool. It checks the server version: SKIP LOCKED
@@ -84,7 +114,7 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 		// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 does not.
 		Catalog:         newCatalog(flavor, mariadb),
 		InsertReturning: mariadb,
-		BeginTx:         beginReadCommitted,
+		BeginTx:         d.beginTx,
 		Classify:        classify,
 		ChunkSize:       500,
 	}
@@ -113,7 +143,10 @@ func CheckVersion(version string) (mariadb bool, err error) {
 	return mariadb, nil
 }
 
-func beginReadCommitted(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+func (d *Driver) beginTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	if d.sessionRC {
+		return db.BeginTx(ctx, nil)
+	}
 	return db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
@@ -169,7 +202,7 @@ func (d *Driver) Begin(ctx context.Context) (lsdriver.Tx, error) {
 
 // BeginSQL implements driver.Driver.
 func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
-	tx, err := beginReadCommitted(ctx, d.db)
+	tx, err := d.beginTx(ctx, d.db)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: begin: %w", err)
 	}

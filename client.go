@@ -1,0 +1,235 @@
+// Package lockstep is a job queue in the database you already run — MySQL
+// 8.0.1+/MariaDB 10.6+, PostgreSQL 12+, or embedded SQLite — whose every
+// statement follows one lock order, so claim, finish, retry, snooze, reap
+// and cancel cannot deadlock with each other whatever plan the optimizer
+// picks.
+package lockstep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/migrate"
+)
+
+// Client enqueues jobs, and with Start runs workers for its queues.
+type Client struct {
+	drv    driver.Driver
+	exec   driver.Executor
+	cfg    Config
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	started  bool
+	stopping bool
+	running  map[int64]*runningJob
+	wake     map[string]chan struct{} // per served queue: in-process enqueue wake-up
+
+	fetchCancel context.CancelFunc // stops claiming
+	workCancel  context.CancelCauseFunc
+	maintCancel context.CancelFunc
+	producers   sync.WaitGroup
+	jobs        sync.WaitGroup
+	maint       sync.WaitGroup
+}
+
+type runningJob struct {
+	attempt int
+	cancel  context.CancelCauseFunc
+}
+
+// NewClient builds a client on a driver. It does not touch the database
+// until used; Start checks the schema version.
+func NewClient(drv driver.Driver, cfg Config) (*Client, error) {
+	if drv == nil {
+		return nil, errors.New("lockstep: NewClient: nil driver")
+	}
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("lockstep: %w", err)
+	}
+	if len(c.Queues) > 0 && c.Workers == nil {
+		return nil, errors.New("lockstep: config: Queues are set but no Workers are registered")
+	}
+	return &Client{
+		drv: drv, exec: drv.Executor(), cfg: c, logger: c.Logger,
+		running: map[int64]*runningJob{}, wake: map[string]chan struct{}{},
+	}, nil
+}
+
+// Driver returns the client's driver.
+func (c *Client) Driver() driver.Driver { return c.drv }
+
+// Start checks the schema and starts a producer per queue, the heartbeat
+// and the reaper. ctx bounds only the start-up checks.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("lockstep: client already started")
+	}
+	c.started = true
+	c.mu.Unlock()
+	if err := c.checkSchema(ctx); err != nil {
+		c.mu.Lock()
+		c.started = false
+		c.mu.Unlock()
+		return err
+	}
+	fetchCtx, fetchCancel := context.WithCancel(context.Background())
+	workCtx, workCancel := context.WithCancelCause(context.Background())
+	maintCtx, maintCancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.fetchCancel, c.workCancel, c.maintCancel = fetchCancel, workCancel, maintCancel
+	for name := range c.cfg.Queues {
+		c.wake[name] = make(chan struct{}, 1)
+	}
+	c.mu.Unlock()
+	for name, qc := range c.cfg.Queues {
+		p := &producer{c: c, queue: name, max: qc.MaxWorkers, wake: c.wake[name], done: make(chan struct{}, qc.MaxWorkers)}
+		c.producers.Add(1)
+		go func() {
+			defer c.producers.Done()
+			p.run(fetchCtx, workCtx)
+		}()
+	}
+	if len(c.cfg.Queues) > 0 {
+		c.maint.Add(1)
+		go func() { defer c.maint.Done(); c.heartbeatLoop(maintCtx) }()
+	}
+	if !c.cfg.DisableReaper {
+		c.maint.Add(1)
+		go func() { defer c.maint.Done(); c.reapLoop(maintCtx) }()
+	}
+	c.logger.Info("lockstep: client started", "dialect", c.drv.Dialect(), "queues", len(c.cfg.Queues))
+	return nil
+}
+
+func (c *Client) checkSchema(ctx context.Context) error {
+	m, err := migrate.New(c.drv)
+	if err != nil {
+		return fmt.Errorf("lockstep: start: %w", err)
+	}
+	v, err := m.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("lockstep: start: read schema version: %w", err)
+	}
+	if v != m.Latest() {
+		return fmt.Errorf("lockstep: start: schema is at migration %d, this binary needs %d: run `lockstep migrate up`", v, m.Latest())
+	}
+	return nil
+}
+
+// Stop stops claiming, waits for running jobs to finish and write their
+// results, then stops the heartbeat and reaper. If ctx ends first, running
+// jobs' contexts are cancelled (cause ErrClientStopping), Stop waits for
+// them to return, and it returns ctx's error.
+func (c *Client) Stop(ctx context.Context) error {
+	return c.stop(ctx, false)
+}
+
+// StopAndCancel is Stop that cancels running jobs' contexts at once.
+func (c *Client) StopAndCancel(ctx context.Context) error {
+	return c.stop(ctx, true)
+}
+
+func (c *Client) stop(ctx context.Context, cancelJobs bool) error {
+	c.mu.Lock()
+	if !c.started || c.stopping {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopping = true
+	c.mu.Unlock()
+	c.fetchCancel()
+	if cancelJobs {
+		c.workCancel(ErrClientStopping)
+	}
+	c.producers.Wait()
+	done := make(chan struct{})
+	go func() { c.jobs.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("lockstep: stop: %w", ctx.Err())
+		c.workCancel(ErrClientStopping)
+		<-done
+	}
+	c.maintCancel()
+	c.maint.Wait()
+	c.workCancel(ErrClientStopping)
+	c.mu.Lock()
+	c.started, c.stopping = false, false
+	c.mu.Unlock()
+	c.logger.Info("lockstep: client stopped")
+	return err
+}
+
+// wakeQueue tells this process's producer of queue that work arrived.
+func (c *Client) wakeQueue(queue string) {
+	c.mu.Lock()
+	ch := c.wake[queue]
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *Client) track(job *JobRow, cancel context.CancelCauseFunc) {
+	c.mu.Lock()
+	c.running[job.ID] = &runningJob{attempt: job.Attempts, cancel: cancel}
+	c.mu.Unlock()
+}
+
+func (c *Client) untrack(id int64) {
+	c.mu.Lock()
+	delete(c.running, id)
+	c.mu.Unlock()
+}
+
+// cancelLocal cancels the context of a job this process runs, if any.
+func (c *Client) cancelLocal(ids ...int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if r := c.running[id]; r != nil {
+			r.cancel(ErrJobLost)
+		}
+	}
+}
+
+// retryDB runs one whole unit of work, again with backoff and jitter while
+// it fails with a retryable error (deadlock, serialization, lock timeout,
+// busy). It is a safety net: lockstep's own statements are ordered so as
+// not to deadlock.
+func (c *Client) retryDB(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	const attempts = 6
+	for i := 1; ; i++ {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		kind := c.drv.ClassifyError(err)
+		if !kind.Retryable() || i == attempts {
+			return err
+		}
+		wait := jitter(time.Duration(1<<min(i, 8))*10*time.Millisecond, 0.5)
+		c.logger.Warn("lockstep: retrying after database error", "op", op, "kind", kind.String(), "try", i, "wait", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

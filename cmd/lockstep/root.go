@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/internal/dsn"
+)
+
+// cli is the state shared by all commands: the global flags and the
+// output streams.
+type cli struct {
+	stdout, stderr io.Writer
+
+	dsn       string
+	logLevel  string
+	logFormat string
+
+	logger *slog.Logger
+}
+
+const rootLong = `lockstep is a job queue that lives in the database you already run —
+MySQL 8.0.1+/MariaDB 10.6+, PostgreSQL 12+, or an embedded SQLite file — with
+runs of jobs as a first-class idea. Workers claim jobs with short READ
+COMMITTED transactions (SELECT ... FOR UPDATE SKIP LOCKED, or BEGIN IMMEDIATE
+on SQLite), run them with no transaction open, and write results fenced on the
+attempt they claimed; every statement that writes job rows follows one lock
+order (ids read without locking, then rows by primary key in ascending id
+order, a run row before its jobs), so claim, finish, retry, snooze, reap and
+cancel do not deadlock with each other whatever plan the optimizer picks.
+
+Try it with no database server: lockstep demo
+
+Databases are named with --dsn or $LOCKSTEP_DSN:
+  mysql://user:pass@host:3306/db      (also mariadb://)
+  postgres://user:pass@host:5432/db   (also postgresql://)
+  sqlite:path/to/file.db              (also sqlite:///abs/path.db)
+Without either, lockstep uses the SQLite file ./lockstep.db.`
+
+// newRootCmd builds the command tree. A new command is a newXxxCmd(c) in
+// its own file, added to the list below.
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	c := &cli{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "lockstep",
+		Short:         "A job queue on MySQL/MariaDB, PostgreSQL and SQLite that follows one lock order",
+		Long:          rootLong,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Without a subcommand, show the help rather than doing anything.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return c.setup()
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.CompletionOptions.HiddenDefaultCmd = true
+
+	f := root.PersistentFlags()
+	f.StringVar(&c.dsn, "dsn", os.Getenv("LOCKSTEP_DSN"),
+		"database to use (default $LOCKSTEP_DSN, else sqlite:"+dsn.DefaultSQLitePath+"); forms: "+dsn.Forms)
+	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+
+	root.AddCommand(
+		newMigrateCmd(c),
+		newDemoCmd(c),
+	)
+	return root
+}
+
+// setup validates the global flags and builds the logger. Logs go to
+// stderr; command output goes to stdout.
+func (c *cli) setup() error {
+	level, err := parseLevel(c.logLevel)
+	if err != nil {
+		return err
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(c.logFormat) {
+	case "text":
+		c.logger = slog.New(slog.NewTextHandler(c.stderr, opts))
+	case "json":
+		c.logger = slog.New(slog.NewJSONHandler(c.stderr, opts))
+	default:
+		return fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", s)
+}
+
+// openDriver opens the database named by --dsn. The caller closes it.
+func (c *cli) openDriver(ctx context.Context) (driver.Driver, error) {
+	d, err := dsn.Open(ctx, c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}

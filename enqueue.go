@@ -1,0 +1,212 @@
+package lockstep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// EnqueueOpts are a job's insert-time options. The zero value enqueues on
+// the default queue, priority 0, now, with Config.MaxAttempts attempts.
+type EnqueueOpts struct {
+	// Queue; default "default".
+	Queue string
+	// Priority: lower runs first among ready jobs. Default 0.
+	Priority int
+	// MaxAttempts; default Config.MaxAttempts.
+	MaxAttempts int
+	// ScheduledAt: the job is not claimed before this time.
+	ScheduledAt time.Time
+	// Delay: the job is not claimed before now+Delay. Not with ScheduledAt.
+	Delay time.Duration
+	// RunID adds the job to an existing, not cancelled run.
+	RunID int64
+}
+
+// EnqueueParams is one job of a batch.
+type EnqueueParams struct {
+	Args JobArgs
+	Opts *EnqueueOpts
+}
+
+// Enqueue inserts one job.
+func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (int64, error) {
+	ids, err := c.EnqueueMany(ctx, []EnqueueParams{{Args: args, Opts: opts}})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// EnqueueMany inserts jobs in batches, one statement per batch, and
+// returns their ids in input order. All jobs of one call share one RunID
+// (or none).
+func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]int64, error) {
+	rows, runID, err := c.prepareInsert(params)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	var ids []int64
+	err = c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
+		var err error
+		if runID != 0 {
+			ids, err = c.exec.JobInsertIntoRun(ctx, runID, rows)
+		} else {
+			ids, err = c.exec.JobInsertMany(ctx, rows)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	c.wakeFor(rows)
+	return ids, nil
+}
+
+// EnqueueTx inserts one job inside the caller's transaction (*sql.Tx, or
+// pgx.Tx on PostgreSQL): the job exists if and only if the transaction
+// commits — the transactional outbox. It is never retried: only the owner
+// of a transaction can retry it.
+func (c *Client) EnqueueTx(ctx context.Context, tx any, args JobArgs, opts *EnqueueOpts) (int64, error) {
+	ids, err := c.EnqueueManyTx(ctx, tx, []EnqueueParams{{Args: args, Opts: opts}})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// EnqueueManyTx is EnqueueMany inside the caller's transaction.
+func (c *Client) EnqueueManyTx(ctx context.Context, tx any, params []EnqueueParams) ([]int64, error) {
+	rows, runID, err := c.prepareInsert(params)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	ex, err := c.drv.UnwrapTx(tx)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	var ids []int64
+	if runID != 0 {
+		ids, err = ex.JobInsertIntoRun(ctx, runID, rows)
+	} else {
+		ids, err = ex.JobInsertMany(ctx, rows)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	// The jobs are invisible until the caller commits; the poll finds them.
+	return ids, nil
+}
+
+func (c *Client) wakeFor(rows []driver.JobInsertParams) {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.Queue] && (r.ScheduledAt.IsZero() || !r.ScheduledAt.After(time.Now())) {
+			seen[r.Queue] = true
+			c.wakeQueue(r.Queue)
+		}
+	}
+}
+
+// prepareInsert validates and encodes jobs; nothing reaches the database
+// unless every job is valid.
+func (c *Client) prepareInsert(params []EnqueueParams) ([]driver.JobInsertParams, int64, error) {
+	if len(params) == 0 {
+		return nil, 0, errors.New("no jobs given")
+	}
+	rows := make([]driver.JobInsertParams, len(params))
+	var runID int64
+	for i, p := range params {
+		row, err := c.encodeJob(p)
+		if err != nil {
+			if len(params) > 1 {
+				return nil, 0, fmt.Errorf("job %d: %w", i, err)
+			}
+			return nil, 0, err
+		}
+		if i == 0 {
+			runID = row.RunID
+		} else if row.RunID != runID {
+			return nil, 0, fmt.Errorf("job %d: all jobs of one call must share one RunID (%d vs %d)", i, row.RunID, runID)
+		}
+		row.RunID = 0 // the executor sets it after locking the run
+		rows[i] = row
+	}
+	return rows, runID, nil
+}
+
+func (c *Client) encodeJob(p EnqueueParams) (driver.JobInsertParams, error) {
+	if p.Args == nil {
+		return driver.JobInsertParams{}, errors.New("nil args")
+	}
+	o := EnqueueOpts{}
+	if p.Opts != nil {
+		o = *p.Opts
+	}
+	kind := p.Args.Kind()
+	if err := validName("kind", kind); err != nil {
+		return driver.JobInsertParams{}, err
+	}
+	if o.Queue == "" {
+		o.Queue = DefaultQueue
+	}
+	if err := validName("queue", o.Queue); err != nil {
+		return driver.JobInsertParams{}, err
+	}
+	if o.Priority < math.MinInt16 || o.Priority > math.MaxInt16 {
+		return driver.JobInsertParams{}, fmt.Errorf("priority %d is out of range [%d, %d]", o.Priority, math.MinInt16, math.MaxInt16)
+	}
+	if o.MaxAttempts < 0 {
+		return driver.JobInsertParams{}, fmt.Errorf("max attempts must be positive, got %d", o.MaxAttempts)
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = c.cfg.MaxAttempts
+	}
+	if o.Delay < 0 {
+		return driver.JobInsertParams{}, fmt.Errorf("delay must not be negative, got %s", o.Delay)
+	}
+	if o.Delay > 0 && !o.ScheduledAt.IsZero() {
+		return driver.JobInsertParams{}, errors.New("give Delay or ScheduledAt, not both")
+	}
+	if o.RunID < 0 {
+		return driver.JobInsertParams{}, fmt.Errorf("run id must be positive, got %d", o.RunID)
+	}
+	at := o.ScheduledAt
+	if o.Delay > 0 {
+		at = time.Now().Add(o.Delay)
+	}
+	args, err := json.Marshal(p.Args)
+	if err != nil {
+		return driver.JobInsertParams{}, fmt.Errorf("encode args of kind %q: %w", kind, err)
+	}
+	if len(args) > c.cfg.MaxArgsBytes {
+		return driver.JobInsertParams{}, fmt.Errorf("args of kind %q are %d bytes; the limit is %d", kind, len(args), c.cfg.MaxArgsBytes)
+	}
+	return driver.JobInsertParams{
+		RunID: o.RunID, Queue: o.Queue, Kind: kind, Args: args,
+		Priority: o.Priority, MaxAttempts: o.MaxAttempts, ScheduledAt: at,
+	}, nil
+}
+
+// RawArgs enqueues a job of any kind from JSON that is already encoded,
+// for tools and other languages; Go code uses typed JobArgs.
+type RawArgs struct {
+	KindName string
+	JSON     json.RawMessage
+}
+
+// Kind implements JobArgs.
+func (r RawArgs) Kind() string { return r.KindName }
+
+// MarshalJSON checks and returns the raw JSON.
+func (r RawArgs) MarshalJSON() ([]byte, error) {
+	if !json.Valid(r.JSON) {
+		return nil, fmt.Errorf("args are not valid JSON")
+	}
+	return r.JSON, nil
+}

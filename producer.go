@@ -1,0 +1,188 @@
+package lockstep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// producer claims jobs of one queue into free worker slots.
+type producer struct {
+	c     *Client
+	queue string
+	max   int
+	wake  chan struct{}
+	done  chan struct{} // one value per finished job
+}
+
+func (p *producer) run(fetchCtx, workCtx context.Context) {
+	c := p.c
+	running := 0
+	interval := c.cfg.MinPollInterval
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		// Drain finished jobs before deciding how many to claim.
+		for drained := false; !drained; {
+			select {
+			case <-p.done:
+				running--
+			default:
+				drained = true
+			}
+		}
+		free := p.max - running
+		if free > 0 && fetchCtx.Err() == nil {
+			jobs, err := c.exec.JobClaim(fetchCtx, &driver.JobClaimParams{Queue: p.queue, Max: free})
+			switch {
+			case err != nil && fetchCtx.Err() == nil:
+				c.logger.Error("lockstep: claim failed", "queue", p.queue, "err", err)
+				interval = c.cfg.PollInterval
+			case len(jobs) > 0:
+				interval = c.cfg.MinPollInterval
+			default:
+				interval = min(interval*2, c.cfg.PollInterval)
+			}
+			for _, j := range jobs {
+				running++
+				c.jobs.Add(1)
+				go func() {
+					defer c.jobs.Done()
+					c.execute(workCtx, j)
+					p.done <- struct{}{}
+				}()
+			}
+			// A full claim means more may be waiting: claim again as soon as
+			// a slot frees, without waiting for the poll.
+			if len(jobs) > 0 && len(jobs) == free {
+				interval = 0
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		wait := interval
+		if running >= p.max {
+			wait = c.cfg.PollInterval
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-fetchCtx.Done():
+			return
+		case <-p.wake:
+		case <-p.done:
+			running--
+		case <-timer.C:
+		}
+	}
+}
+
+// execute runs one claimed job with no transaction open and writes its
+// result in a short transaction of its own.
+func (c *Client) execute(workCtx context.Context, job *JobRow) {
+	ctx, cancel := context.WithCancelCause(workCtx)
+	defer cancel(nil)
+	c.track(job, cancel)
+	start := time.Now()
+	err, nextRetry := c.runWorker(ctx, job)
+	// Untracked before the finish, so a heartbeat racing the finish cannot
+	// take the job's own DONE for a cancellation.
+	c.untrack(job.ID)
+	c.finish(job, err, nextRetry, time.Since(start), context.Cause(ctx))
+}
+
+// runWorker decodes the args and calls the worker, turning panics into
+// errors. nextRetry is the worker's own retry delay, if it has one.
+func (c *Client) runWorker(ctx context.Context, job *JobRow) (err error, nextRetry func() (time.Duration, bool)) {
+	var entry *workerEntry
+	if c.cfg.Workers != nil {
+		entry = c.cfg.Workers.byKind[job.Kind]
+	}
+	if entry == nil {
+		return Permanent(fmt.Errorf("%w %q", ErrUnknownKind, job.Kind)), nil
+	}
+	run, timeoutOf, next, err := entry.prepare(job)
+	if err != nil {
+		return Permanent(err), nil
+	}
+	timeout := c.cfg.JobTimeout
+	if t, ok := timeoutOf(); ok {
+		timeout = t
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("job timed out after %s", timeout))
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: string(debug.Stack())}
+		}
+	}()
+	err = run(ctx)
+	if err == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrJobLost) {
+		// The worker ignored its context; the fenced finish discards it.
+		return nil, next
+	}
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
+	}
+	return err, next
+}
+
+// finish writes the result, fenced on the claimed attempt, retrying
+// database errors; it is not bound to the client's stop, so a stopping
+// client still records what its jobs did.
+func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration, bool), took time.Duration, cause error) {
+	p := &driver.JobFinishParams{ID: job.ID, Attempt: job.Attempts}
+	var snooze *SnoozeError
+	var perm *PermanentError
+	switch {
+	case werr == nil:
+		p.Status = driver.StatusDone
+	case errors.As(werr, &snooze):
+		p.Status, p.Snooze, p.RetryAfter = driver.StatusPending, true, snooze.Duration
+	case errors.As(werr, &perm) || job.Attempts >= job.MaxAttempts:
+		p.Status, p.Error = driver.StatusFailed, werr.Error()
+	default:
+		p.Status, p.Error = driver.StatusPending, werr.Error()
+		p.RetryAfter = c.cfg.RetryBackoff(job.Attempts)
+		if nextRetry != nil {
+			if d, ok := nextRetry(); ok {
+				p.RetryAfter = max(d, 0)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.FinishTimeout)
+	defer cancel()
+	var wrote bool
+	err := c.retryDB(ctx, "finish", func(ctx context.Context) error {
+		var err error
+		wrote, err = c.exec.JobFinish(ctx, p)
+		return err
+	})
+	log := c.logger.With("job", job.ID, "kind", job.Kind, "attempt", job.Attempts, "took", took)
+	switch {
+	case err != nil:
+		// The job stays RUNNING; the reaper returns it once its heartbeat
+		// is stale, so it is retried, not lost.
+		log.Error("lockstep: finish failed; the reaper will return the job", "err", err)
+	case !wrote:
+		log.Warn("lockstep: result discarded: the job was cancelled or reclaimed meanwhile", "result", p.Status, "cause", cause)
+	case p.Status == driver.StatusDone:
+		log.Debug("lockstep: job done")
+	case p.Snooze:
+		log.Info("lockstep: job snoozed", "for", p.RetryAfter)
+	case p.Status == driver.StatusFailed:
+		log.Warn("lockstep: job failed", "err", werr)
+	default:
+		log.Info("lockstep: job will be retried", "in", p.RetryAfter, "err", werr)
+	}
+}

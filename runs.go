@@ -1,0 +1,140 @@
+package lockstep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// RunCancelResult reports a cancelled run and the jobs it cancelled.
+type RunCancelResult = driver.RunCancelResult
+
+// RunOpts are a run's options.
+type RunOpts struct {
+	// Metadata is stored with the run as JSON.
+	Metadata any
+}
+
+// CreateRun creates a run and its jobs in one transaction and returns the
+// run and the jobs' ids in input order.
+func (c *Client) CreateRun(ctx context.Context, name string, jobs ...EnqueueParams) (*Run, []int64, error) {
+	return c.CreateRunWithOpts(ctx, name, nil, jobs...)
+}
+
+// CreateRunWithOpts is CreateRun with options.
+func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOpts, jobs ...EnqueueParams) (*Run, []int64, error) {
+	if name == "" || len(name) > 255 {
+		return nil, nil, fmt.Errorf("create run: name must be 1 to 255 bytes, got %d", len(name))
+	}
+	var meta []byte
+	if opts != nil && opts.Metadata != nil {
+		var err error
+		if meta, err = json.Marshal(opts.Metadata); err != nil {
+			return nil, nil, fmt.Errorf("create run: encode metadata: %w", err)
+		}
+	}
+	var rows []driver.JobInsertParams
+	if len(jobs) > 0 {
+		var runID int64
+		var err error
+		if rows, runID, err = c.prepareInsert(jobs); err != nil {
+			return nil, nil, fmt.Errorf("create run: %w", err)
+		}
+		if runID != 0 {
+			return nil, nil, errors.New("create run: jobs of a new run must not name a RunID")
+		}
+	}
+	var run *Run
+	var ids []int64
+	err := c.retryDB(ctx, "create run", func(ctx context.Context) error {
+		tx, err := c.drv.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if run, err = tx.RunInsert(ctx, &driver.RunInsertParams{Name: name, Metadata: meta}); err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			withRun := make([]driver.JobInsertParams, len(rows))
+			for i, r := range rows {
+				r.RunID = run.ID
+				withRun[i] = r
+			}
+			// The run is new and invisible to others until commit, so there
+			// is no run lock to take first.
+			if ids, err = tx.JobInsertMany(ctx, withRun); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("create run: %w", err)
+	}
+	c.wakeFor(rows)
+	return run, ids, nil
+}
+
+// CancelRun marks the run CANCELLED and cancels its PENDING and RUNNING
+// jobs, by primary key in ascending id order after reading their ids
+// without locking (the second seed's fix, with the run row first). Running
+// jobs' contexts are cancelled: at once in this process, at their next
+// heartbeat elsewhere. Their late results change nothing.
+func (c *Client) CancelRun(ctx context.Context, runID int64) (*RunCancelResult, error) {
+	var res *RunCancelResult
+	err := c.retryDB(ctx, "cancel run", func(ctx context.Context) error {
+		var err error
+		res, err = c.exec.RunCancel(ctx, runID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel run: %w", err)
+	}
+	c.cancelLocal(res.Cancelled...)
+	return res, nil
+}
+
+// CancelJob cancels one PENDING or RUNNING job; false if it was in neither
+// state.
+func (c *Client) CancelJob(ctx context.Context, id int64) (bool, error) {
+	var ok bool
+	err := c.retryDB(ctx, "cancel job", func(ctx context.Context) error {
+		var err error
+		ok, err = c.exec.JobCancel(ctx, id)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("cancel job: %w", err)
+	}
+	if ok {
+		c.cancelLocal(id)
+	}
+	return ok, nil
+}
+
+// Job reads one job.
+func (c *Client) Job(ctx context.Context, id int64) (*JobRow, error) {
+	return c.exec.JobGet(ctx, id)
+}
+
+// Jobs lists jobs by ascending id.
+func (c *Client) Jobs(ctx context.Context, p driver.JobListParams) ([]*JobRow, error) {
+	return c.exec.JobList(ctx, &p)
+}
+
+// Run reads one run and counts its jobs by status.
+func (c *Client) Run(ctx context.Context, id int64) (*Run, RunCounts, error) {
+	run, err := c.exec.RunGet(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	counts, err := c.exec.RunCounts(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, counts, nil
+}
