@@ -43,6 +43,15 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
 	}
+	// PostgreSQL's FORCE INDEX: every catalogue statement declares the index
+	// that finds its rows, and on a small or freshly loaded table the planner
+	// would rather scan and sort. The penalty makes it take the declared
+	// path whatever the statistics say; this pool is lockstep's alone.
+	for k, v := range PlannerSettings() {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -54,6 +63,13 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 	}
 	d.owned = true
 	return d, nil
+}
+
+// PlannerSettings are the session settings Open gives its pool. Pools
+// passed to New or NewDB keep their own settings: set these in the pool's
+// RuntimeParams to get the same plans.
+func PlannerSettings() map[string]string {
+	return map[string]string{"enable_seqscan": "off", "enable_sort": "off"}
 }
 
 // New wraps a pgx pool.

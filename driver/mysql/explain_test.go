@@ -1,0 +1,99 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver/mysql"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/migrate"
+)
+
+type fillArgs struct{ I int }
+
+func (fillArgs) Kind() string { return "fill" }
+
+// explainRow is one row of classic EXPLAIN output, by column name.
+func explainRows(t *testing.T, db *sql.DB, query string, args ...any) []map[string]string {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN "+query, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	var out []map[string]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(t, rows.Scan(ptrs...))
+		m := map[string]string{}
+		for i, c := range cols {
+			m[c] = vals[i].String
+		}
+		out = append(out, m)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestClaimPlan: the claim reads the claim index in its ORDER BY, with no
+// filesort, and locks only what it takes — with 10 and 100,000 PENDING jobs.
+func TestClaimPlan(t *testing.T) {
+	ctx := context.Background()
+	drv, err := mysql.Open(ctx, testdb.MySQL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	m, err := migrate.New(drv)
+	require.NoError(t, err)
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	c, err := lockstep.NewClient(drv, lockstep.Config{})
+	require.NoError(t, err)
+	claim := drv.Catalog().Get("job.claim_select")
+
+	total := 0
+	for _, pending := range []int{10, 100_000} {
+		batch := make([]lockstep.EnqueueParams, 0, 5000)
+		for total < pending {
+			batch = append(batch, lockstep.EnqueueParams{Args: fillArgs{I: total}})
+			total++
+			if len(batch) == cap(batch) || total == pending {
+				_, err := c.EnqueueMany(ctx, batch)
+				require.NoError(t, err)
+				batch = batch[:0]
+			}
+		}
+		_, err = drv.DB().Exec("ANALYZE TABLE lockstep_jobs")
+		require.NoError(t, err)
+
+		plan := explainRows(t, drv.DB(), claim.SQL, lockstep.DefaultQueue, 5)
+		require.Len(t, plan, 1, "pending=%d", pending)
+		require.Equal(t, "lockstep_jobs_claim", plan[0]["key"], "pending=%d: %v", pending, plan[0])
+		require.NotContains(t, strings.ToLower(plan[0]["Extra"]), "filesort", "pending=%d: %v", pending, plan[0])
+
+		// Held open, the claim's transaction has locked only the rows it took.
+		tx, err := drv.BeginSQL(ctx)
+		require.NoError(t, err)
+		rows, err := tx.Query(claim.SQL, lockstep.DefaultQueue, 5)
+		require.NoError(t, err)
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		require.NoError(t, rows.Close())
+		require.Equal(t, 5, n)
+		var locked int
+		require.NoError(t, tx.QueryRow("SELECT trx_rows_locked FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()").Scan(&locked))
+		t.Logf("pending=%d: plan %s/%s rows=%s Extra=%q; rows locked by a LIMIT 5 claim: %d", pending, plan[0]["type"], plan[0]["key"], plan[0]["rows"], plan[0]["Extra"], locked)
+		require.LessOrEqual(t, locked, 10, "a LIMIT 5 claim must not lock what it scanned but did not take")
+		require.NoError(t, tx.Rollback())
+	}
+}
