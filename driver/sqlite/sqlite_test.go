@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -23,3 +24,24 @@ func factory(t *testing.T) drivertest.Opener {
 }
 
 func TestConformance(t *testing.T) { drivertest.Run(t, factory) }
+
+// TestClassifiesBusy: a second writer with no busy timeout gets SQLITE_BUSY,
+// classified by code.
+func TestClassifiesBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	d, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	holder, err := d.BeginSQL(ctx) // BEGIN IMMEDIATE: holds the write lock
+	require.NoError(t, err)
+	defer holder.Rollback()
+
+	impatient, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)&_txlock=immediate")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = impatient.Close() })
+	_, err = impatient.BeginTx(ctx, nil)
+	require.Error(t, err)
+	require.Equal(t, driver.ErrorBusy, d.ClassifyError(err))
+	require.True(t, d.ClassifyError(err).Retryable())
+}
