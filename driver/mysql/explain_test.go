@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -90,8 +91,19 @@ func TestClaimPlan(t *testing.T) {
 		}
 		require.NoError(t, rows.Close())
 		require.Equal(t, 5, n)
+		// INNODB_TRX is a cache that InnoDB refreshes only when it has not
+		// been read for 0.1 s: poll slower than that, or it never refreshes.
 		var locked int
-		require.NoError(t, tx.QueryRow("SELECT trx_rows_locked FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()").Scan(&locked))
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := tx.QueryRow("SELECT trx_rows_locked FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()").Scan(&locked)
+			if err == nil {
+				break
+			}
+			require.ErrorIs(t, err, sql.ErrNoRows)
+			require.False(t, time.Now().After(deadline), "the claim's transaction never appeared in INNODB_TRX")
+			time.Sleep(150 * time.Millisecond)
+		}
 		t.Logf("pending=%d: plan %s/%s rows=%s Extra=%q; rows locked by a LIMIT 5 claim: %d", pending, plan[0]["type"], plan[0]["key"], plan[0]["rows"], plan[0]["Extra"], locked)
 		require.LessOrEqual(t, locked, 10, "a LIMIT 5 claim must not lock what it scanned but did not take")
 		require.NoError(t, tx.Rollback())
