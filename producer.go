@@ -153,7 +153,9 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 		p.Status, p.Error = driver.StatusFailed, werr.Error()
 	default:
 		p.Status, p.Error = driver.StatusPending, werr.Error()
-		p.RetryAfter = c.cfg.RetryBackoff(job.Attempts)
+		// Attempts counts claims, snoozes included; the backoff grows with
+		// failures only: those in the history plus this one.
+		p.RetryAfter = c.cfg.RetryBackoff(len(job.Errors) + 1)
 		if nextRetry != nil {
 			if d, ok := nextRetry(); ok {
 				p.RetryAfter = max(d, 0)

@@ -124,8 +124,7 @@ func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 		if err := rows.Scan(&v, &name, &at); err != nil {
 			return nil, fmt.Errorf("migrate: list: %w", err)
 		}
-		t, _ := at.(time.Time)
-		applied[v] = t
+		applied[v] = appliedTime(at)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("migrate: list: %w", err)
@@ -255,4 +254,22 @@ func Print(ms []Migration, down bool) string {
 		fmt.Fprintf(&b, "-- lockstep migration %04d_%s (up)\n%s\n", m.Version, m.Name, strings.TrimSpace(m.Up))
 	}
 	return b.String()
+}
+
+// appliedTime reads applied_at, a time on MySQL and PostgreSQL and text in
+// SQLite's fixed layout.
+func appliedTime(v any) time.Time {
+	switch t := v.(type) {
+	case time.Time:
+		return t.UTC()
+	case []byte:
+		return appliedTime(string(t))
+	case string:
+		for _, layout := range []string{"2006-01-02 15:04:05.000", "2006-01-02 15:04:05.999999999", time.RFC3339Nano} {
+			if p, err := time.Parse(layout, t); err == nil {
+				return p.UTC()
+			}
+		}
+	}
+	return time.Time{}
 }

@@ -41,9 +41,20 @@ func oneLine(err error) string {
 	for strings.HasPrefix(msg, "lockstep: ") {
 		msg = strings.TrimPrefix(msg, "lockstep: ")
 	}
-	fields := strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' })
-	for i := range fields {
-		fields[i] = strings.TrimSpace(fields[i])
+	var b strings.Builder
+	for _, line := range strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(line)
 	}
-	return strings.Join(fields, "; ")
+	return b.String()
 }

@@ -174,16 +174,15 @@ func newMigrateStatusCmd(c *cli) *cobra.Command {
 }
 
 // migrationsFS returns a dialect's embedded migrations without opening a
-// database. The drivers' Migrations method reads only the embedded files,
-// never the connection, so a zero Driver serves.
+// database.
 func migrationsFS(dialect string) (fs.FS, error) {
 	switch dialect {
 	case dsn.MySQL, "mariadb":
-		return new(mysql.Driver).Migrations(), nil
+		return mysql.Migrations(), nil
 	case dsn.Postgres, "postgresql":
-		return new(postgres.Driver).Migrations(), nil
+		return postgres.Migrations(), nil
 	case dsn.SQLite:
-		return new(sqlite.Driver).Migrations(), nil
+		return sqlite.Migrations(), nil
 	}
 	return nil, fmt.Errorf("unknown dialect %q: use mysql, postgres or sqlite", dialect)
 }

@@ -58,6 +58,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("dsn") {
+				c.dsn = os.Getenv("LOCKSTEP_DSN")
+			}
 			return c.setup()
 		},
 	}
@@ -66,8 +69,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.CompletionOptions.HiddenDefaultCmd = true
 
 	f := root.PersistentFlags()
-	f.StringVar(&c.dsn, "dsn", os.Getenv("LOCKSTEP_DSN"),
-		"database to use (default $LOCKSTEP_DSN, else sqlite:"+dsn.DefaultSQLitePath+"); forms: "+dsn.Forms)
+	// The default is resolved in setup, not here, so that --help never
+	// shows $LOCKSTEP_DSN, which may hold a password.
+	f.StringVar(&c.dsn, "dsn", "",
+		"database: mysql://…, postgres://… or sqlite:PATH (default $LOCKSTEP_DSN, else sqlite:"+dsn.DefaultSQLitePath+")")
 	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 
@@ -85,16 +90,22 @@ func (c *cli) setup() error {
 	if err != nil {
 		return err
 	}
-	opts := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(c.logFormat) {
-	case "text":
-		c.logger = slog.New(slog.NewTextHandler(c.stderr, opts))
-	case "json":
-		c.logger = slog.New(slog.NewJSONHandler(c.stderr, opts))
+	case "text", "json":
 	default:
 		return fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
 	}
+	c.logger = c.newLogger(level)
 	return nil
+}
+
+// newLogger returns a logger in the --log-format at the given level.
+func (c *cli) newLogger(level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(c.logFormat, "json") {
+		return slog.New(slog.NewJSONHandler(c.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(c.stderr, opts))
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -177,7 +177,11 @@ func (d *Driver) MariaDB() bool { return d.mariadb }
 func (d *Driver) Catalog() *catalog.Catalog { return d.dialect.Catalog }
 
 // Migrations implements driver.Driver.
-func (d *Driver) Migrations() fs.FS {
+func (d *Driver) Migrations() fs.FS { return Migrations() }
+
+// Migrations returns the dialect's embedded schema migrations; it needs no
+// connection (lockstep migrate print uses it).
+func Migrations() fs.FS {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		panic(err) // the embedded directory is part of the build
@@ -236,4 +240,15 @@ func (d *Driver) Close() error {
 		return d.db.Close()
 	}
 	return nil
+}
+
+// WithChunkSize returns a driver on the same pool whose multi-row writes
+// (cancel, heartbeat) name at most n ids per statement; n = 1 is the second
+// seed's one row at a time. The lock order is the same for every n.
+func (d *Driver) WithChunkSize(n int) *Driver {
+	cp := *d
+	dialect := *d.dialect
+	dialect.ChunkSize = max(n, 1)
+	cp.dialect, cp.owned = &dialect, false
+	return &cp
 }

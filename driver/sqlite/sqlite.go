@@ -112,7 +112,11 @@ func (d *Driver) Dialect() string { return "sqlite" }
 func (d *Driver) Catalog() *catalog.Catalog { return d.dialect.Catalog }
 
 // Migrations implements driver.Driver.
-func (d *Driver) Migrations() fs.FS {
+func (d *Driver) Migrations() fs.FS { return Migrations() }
+
+// Migrations returns the dialect's embedded schema migrations; it needs no
+// connection (lockstep migrate print uses it).
+func Migrations() fs.FS {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		panic(err) // the embedded directory is part of the build

@@ -1,0 +1,41 @@
+package mysql
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+)
+
+// TestByIDWritesForcePrimary: MariaDB plans "WHERE id=? AND status=?"
+// through a status-led secondary index, locking it before PRIMARY; every
+// locking statement that finds rows by primary key must pin PRIMARY.
+func TestByIDWritesForcePrimary(t *testing.T) {
+	for _, returning := range []bool{true, false} {
+		c := newCatalog("mariadb", returning)
+		for _, st := range c.All() {
+			if st.Locks && (st.Finds == catalog.JobsPrimary || st.Finds == catalog.RunsPrimary) {
+				require.Contains(t, st.SQL, "FORCE INDEX (PRIMARY)", st.Name)
+			}
+			if st.Finds != catalog.None && st.Finds != catalog.JobsPrimary && st.Finds != catalog.RunsPrimary {
+				require.Contains(t, st.SQL, "FORCE INDEX ("+c.IndexName(st.Finds)+")", st.Name)
+			}
+			if strings.Contains(st.SQL, "NOW(") {
+				t.Errorf("%s uses the session clock; use UTC_TIMESTAMP(6)", st.Name)
+			}
+		}
+	}
+}
+
+func TestBindIDs(t *testing.T) {
+	c := newCatalog("mariadb", true)
+	sqlText, args := c.BindIDs(c.Get("job.cancel_many"), []int64{3, 5, 9})
+	require.Contains(t, sqlText, "id IN (?,?,?)")
+	require.Equal(t, []any{int64(3), int64(5), int64(9)}, args)
+	sqlText, args = c.BindIDs(c.Get("job.claim_update"), []int64{7}, "a", "b")
+	require.Contains(t, sqlText, "id IN (?)")
+	require.Equal(t, []any{"a", "b", int64(7)}, args)
+	require.Equal(t, 2, strings.Count(c.BindRows(c.Get("job.insert"), 2), "(?, ?, ?, ?, 'PENDING'"))
+}
