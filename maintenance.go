@@ -12,7 +12,12 @@ import (
 // and claimed again), so a cancelled job stops at the next beat at the
 // latest.
 func (c *Client) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.HeartbeatInterval)
+	every(ctx, c.cfg.HeartbeatInterval, c.Heartbeat)
+}
+
+// every runs fn each interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -20,7 +25,7 @@ func (c *Client) heartbeatLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		c.Heartbeat(ctx)
+		fn(ctx)
 	}
 }
 
@@ -58,18 +63,11 @@ func (c *Client) Heartbeat(ctx context.Context) {
 }
 
 func (c *Client) reapLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.ReapInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, c.cfg.ReapInterval, func(ctx context.Context) {
 		if _, err := c.Reap(ctx); err != nil && ctx.Err() == nil {
 			c.logger.Error("lockstep: reap failed", "err", err)
 		}
-	}
+	})
 }
 
 // Reap returns RUNNING jobs whose heartbeat is older than Config.ReapAfter

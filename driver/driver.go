@@ -141,8 +141,10 @@ type ReapResult struct {
 
 // RunCancelResult is what a run cancel changed.
 type RunCancelResult struct {
-	Run       *RunRow
-	Cancelled []int64 // ids of the jobs moved to CANCELLED, ascending
+	Run *RunRow
+	// Cancelled are the ids, ascending, of the jobs that were PENDING or
+	// RUNNING when read and were then cancelled unless they finished first.
+	Cancelled []int64
 }
 
 // JobListParams filters a job listing.

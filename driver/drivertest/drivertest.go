@@ -134,3 +134,33 @@ func insertLedger(ctx context.Context, drv driver.Driver, jobID int64, attempt i
 	_, err := drv.DB().ExecContext(ctx, rebind(drv, "INSERT INTO test_ledger (job_id, attempt, worker) VALUES (?, ?, ?)"), jobID, attempt, worker)
 	return err
 }
+
+// Migrate applies every migration to drv, for drivers' own tests.
+func Migrate(t *testing.T, drv driver.Driver) {
+	t.Helper()
+	m, err := migrate.New(drv)
+	require.NoError(t, err)
+	_, err = m.Up(context.Background())
+	require.NoError(t, err)
+}
+
+type fillArgs struct{ I int }
+
+func (fillArgs) Kind() string { return "fill" }
+
+// FillPending enqueues PENDING jobs on the default queue until the
+// database holds total of them (counting from already), in batches.
+func FillPending(t *testing.T, drv driver.Driver, already, total int) {
+	t.Helper()
+	c, err := lockstep.NewClient(drv, lockstep.Config{})
+	require.NoError(t, err)
+	batch := make([]lockstep.EnqueueParams, 0, 5000)
+	for i := already; i < total; i++ {
+		batch = append(batch, lockstep.EnqueueParams{Args: fillArgs{I: i}})
+		if len(batch) == cap(batch) || i == total-1 {
+			_, err := c.EnqueueMany(context.Background(), batch)
+			require.NoError(t, err)
+			batch = batch[:0]
+		}
+	}
+}

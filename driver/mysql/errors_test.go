@@ -10,9 +10,9 @@ import (
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
-	"github.com/lockstep-queue/lockstep/migrate"
 )
 
 // waitLockWait waits until the server shows a transaction in LOCK WAIT:
@@ -104,10 +104,7 @@ func TestRetryTxRetriesDeadlockVictim(t *testing.T) {
 	drv, err := mysql.Open(ctx, testdb.MySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
-	m, err := migrate.New(drv)
-	require.NoError(t, err)
-	_, err = m.Up(ctx)
-	require.NoError(t, err)
+	drivertest.Migrate(t, drv)
 	db := drv.DB()
 	twoRowTable(t, db)
 	client, err := lockstep.NewClient(drv, lockstep.Config{})

@@ -10,14 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
-	"github.com/lockstep-queue/lockstep/migrate"
 )
-
-type fillArgs struct{ I int }
-
-func (fillArgs) Kind() string { return "fill" }
 
 // explainRow is one row of classic EXPLAIN output, by column name.
 func explainRows(t *testing.T, db *sql.DB, query string, args ...any) []map[string]string {
@@ -52,26 +48,13 @@ func TestClaimPlan(t *testing.T) {
 	drv, err := mysql.Open(ctx, testdb.MySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
-	m, err := migrate.New(drv)
-	require.NoError(t, err)
-	_, err = m.Up(ctx)
-	require.NoError(t, err)
-	c, err := lockstep.NewClient(drv, lockstep.Config{})
-	require.NoError(t, err)
+	drivertest.Migrate(t, drv)
 	claim := drv.Catalog().Get("job.claim_select")
 
 	total := 0
 	for _, pending := range []int{10, 100_000} {
-		batch := make([]lockstep.EnqueueParams, 0, 5000)
-		for total < pending {
-			batch = append(batch, lockstep.EnqueueParams{Args: fillArgs{I: total}})
-			total++
-			if len(batch) == cap(batch) || total == pending {
-				_, err := c.EnqueueMany(ctx, batch)
-				require.NoError(t, err)
-				batch = batch[:0]
-			}
-		}
+		drivertest.FillPending(t, drv, total, pending)
+		total = pending
 		_, err = drv.DB().Exec("ANALYZE TABLE lockstep_jobs")
 		require.NoError(t, err)
 

@@ -8,14 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
-	"github.com/lockstep-queue/lockstep/migrate"
 )
-
-type fillArgs struct{ I int }
-
-func (fillArgs) Kind() string { return "fill" }
 
 type planNode struct {
 	NodeType  string     `json:"Node Type"`
@@ -37,26 +33,13 @@ func TestClaimPlan(t *testing.T) {
 	drv, err := postgres.Open(ctx, testdb.Postgres(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
-	m, err := migrate.New(drv)
-	require.NoError(t, err)
-	_, err = m.Up(ctx)
-	require.NoError(t, err)
-	c, err := lockstep.NewClient(drv, lockstep.Config{})
-	require.NoError(t, err)
+	drivertest.Migrate(t, drv)
 	claim := drv.Catalog().Get("job.claim")
 
 	total := 0
 	for _, pending := range []int{10, 100_000} {
-		batch := make([]lockstep.EnqueueParams, 0, 5000)
-		for total < pending {
-			batch = append(batch, lockstep.EnqueueParams{Args: fillArgs{I: total}})
-			total++
-			if len(batch) == cap(batch) || total == pending {
-				_, err := c.EnqueueMany(ctx, batch)
-				require.NoError(t, err)
-				batch = batch[:0]
-			}
-		}
+		drivertest.FillPending(t, drv, total, pending)
+		total = pending
 		_, err = drv.DB().Exec("ANALYZE lockstep_jobs")
 		require.NoError(t, err)
 
