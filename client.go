@@ -222,6 +222,9 @@ func (c *Client) retryDB(ctx context.Context, op string, fn func(ctx context.Con
 		if !kind.Retryable() || i == attempts {
 			return err
 		}
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(op, err)
+		}
 		wait := jitter(time.Duration(1<<min(i, 8))*10*time.Millisecond, 0.5)
 		c.logger.Warn("lockstep: retrying after database error", "op", op, "kind", kind.String(), "try", i, "wait", wait, "err", err)
 		t := time.NewTimer(wait)

@@ -62,6 +62,12 @@ type Config struct {
 	// FinishTimeout bounds writing a job's result, which runs even while
 	// the client stops. Default 30s.
 	FinishTimeout time.Duration
+
+	// OnRetry, when set, is called each time the client retries a unit of
+	// work after a retryable database error (deadlock, lock timeout,
+	// serialization failure, busy). Its code is there for errors.As with a
+	// *DBError. It must be quick and safe for concurrent use.
+	OnRetry func(op string, err error)
 }
 
 // DefaultRetryBackoff is attempt⁴ seconds with ±10% jitter, capped at 24h.

@@ -32,6 +32,9 @@ type Driver struct {
 	// sessionRC: the pool's sessions default to READ COMMITTED, so
 	// transactions need not set it.
 	sessionRC bool
+	// isolation of the queue's own transactions; READ COMMITTED unless a
+	// test or the soak asks for another with WithIsolation.
+	isolation sql.IsolationLevel
 	dialect   *sqlexec.Dialect
 }
 
@@ -144,6 +147,9 @@ func CheckVersion(version string) (mariadb bool, err error) {
 }
 
 func (d *Driver) beginTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	if d.isolation != sql.LevelDefault && d.isolation != sql.LevelReadCommitted {
+		return db.BeginTx(ctx, &sql.TxOptions{Isolation: d.isolation})
+	}
 	if d.sessionRC {
 		return db.BeginTx(ctx, nil)
 	}
@@ -240,6 +246,17 @@ func (d *Driver) Close() error {
 		return d.db.Close()
 	}
 	return nil
+}
+
+// WithIsolation returns a driver on the same pool whose own transactions run
+// at the given level. lockstep is written for READ COMMITTED (the default),
+// which locks only the rows a statement changes; REPEATABLE READ adds gap
+// locks, and the soak runs under it to show the lock order holds there too.
+// Statements run outside a transaction use the session's level.
+func (d *Driver) WithIsolation(level sql.IsolationLevel) *Driver {
+	cp := *d
+	cp.isolation, cp.owned = level, false
+	return &cp
 }
 
 // WithChunkSize returns a driver on the same pool whose multi-row writes

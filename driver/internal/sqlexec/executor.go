@@ -80,10 +80,30 @@ func (e *Executor) inTx(ctx context.Context, fn func(q Querier) error) error {
 		_ = tx.Rollback()
 		return err
 	}
+	if err := lsdriver.TraceBefore(ctx, lsdriver.TraceCommit); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("trace: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// query and exec run one catalogue statement, telling the context's
+// statement trace first.
+func (e *Executor) query(ctx context.Context, q Querier, name, sqlText string, args ...any) (Rows, error) {
+	if err := lsdriver.TraceBefore(ctx, name); err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return q.Query(ctx, sqlText, args...)
+}
+
+func (e *Executor) exec(ctx context.Context, q Querier, name, sqlText string, args ...any) (Result, error) {
+	if err := lsdriver.TraceBefore(ctx, name); err != nil {
+		return Result{}, fmt.Errorf("trace: %w", err)
+	}
+	return q.Exec(ctx, sqlText, args...)
 }
 
 func (e *Executor) timeArg(t time.Time) any {
@@ -113,7 +133,7 @@ func (e *Executor) execIDs(ctx context.Context, q Querier, name string, ids []in
 		part := ids[start:min(start+chunk, len(ids))]
 		if needLock {
 			sqlText, largs := e.cat().BindIDs(lock, part)
-			rows, err := q.Query(ctx, sqlText, largs...)
+			rows, err := e.query(ctx, q, lock.Name, sqlText, largs...)
 			if err != nil {
 				return total, err
 			}
@@ -124,7 +144,7 @@ func (e *Executor) execIDs(ctx context.Context, q Querier, name string, ids []in
 			}
 		}
 		sqlText, bargs := e.cat().BindIDs(st, part, args...)
-		res, err := q.Exec(ctx, sqlText, bargs...)
+		res, err := e.exec(ctx, q, name, sqlText, bargs...)
 		if err != nil {
 			return total, err
 		}
@@ -177,7 +197,7 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.J
 		}
 	}
 	if !e.d.InsertReturning {
-		res, err := q.Exec(ctx, sqlText, args...)
+		res, err := e.exec(ctx, q, st.Name, sqlText, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +210,7 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.J
 		}
 		return ids, nil
 	}
-	ids, err := queryIDs(ctx, q, sqlText, args...)
+	ids, err := e.queryIDs(ctx, q, st.Name, sqlText, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +223,8 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.J
 	return ids, nil
 }
 
-func queryIDs(ctx context.Context, q Querier, sqlText string, args ...any) ([]int64, error) {
-	rows, err := q.Query(ctx, sqlText, args...)
+func (e *Executor) queryIDs(ctx context.Context, q Querier, name, sqlText string, args ...any) ([]int64, error) {
+	rows, err := e.query(ctx, q, name, sqlText, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +253,7 @@ func (e *Executor) JobInsertIntoRun(ctx context.Context, runID int64, jobs []lsd
 }
 
 func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jobs []lsdriver.JobInsertParams) ([]int64, error) {
-	rows, err := q.Query(ctx, e.cat().Get("run.lock_shared").SQL, runID)
+	rows, err := e.query(ctx, q, "run.lock_shared", e.cat().Get("run.lock_shared").SQL, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +286,7 @@ func (e *Executor) JobClaim(ctx context.Context, p *lsdriver.JobClaimParams) ([]
 	}
 	if st, ok := e.cat().Lookup("job.claim"); ok {
 		// One statement locks (SKIP LOCKED), updates and returns the rows.
-		rows, err := e.q.Query(ctx, st.SQL, p.Queue, p.Max)
+		rows, err := e.query(ctx, e.q, st.Name, st.SQL, p.Queue, p.Max)
 		if err != nil {
 			return nil, e.wrap("claim", err)
 		}
@@ -278,7 +298,7 @@ func (e *Executor) JobClaim(ctx context.Context, p *lsdriver.JobClaimParams) ([]
 	// with SKIP LOCKED, then move them to RUNNING by primary key.
 	var jobs []*lsdriver.JobRow
 	err := e.inTx(ctx, func(q Querier) error {
-		rows, err := q.Query(ctx, e.cat().Get("job.claim_select").SQL, p.Queue, p.Max)
+		rows, err := e.query(ctx, q, "job.claim_select", e.cat().Get("job.claim_select").SQL, p.Queue, p.Max)
 		if err != nil {
 			return err
 		}
@@ -353,7 +373,7 @@ func (e *Executor) JobFinish(ctx context.Context, p *lsdriver.JobFinishParams) (
 	default:
 		return false, fmt.Errorf("finish job %d: status %q is not a result", p.ID, p.Status)
 	}
-	res, err := e.q.Exec(ctx, e.cat().Get(name).SQL, args...)
+	res, err := e.exec(ctx, e.q, name, e.cat().Get(name).SQL, args...)
 	if err != nil {
 		return false, e.wrap(fmt.Sprintf("finish job %d", p.ID), err)
 	}
@@ -379,7 +399,7 @@ func (e *Executor) JobHeartbeat(ctx context.Context, jobs []lsdriver.JobRef) ([]
 			return err
 		}
 		sqlText, args := e.cat().BindIDs(e.cat().Get("job.state_many"), ids)
-		rows, err := q.Query(ctx, sqlText, args...)
+		rows, err := e.query(ctx, q, "job.state_many", sqlText, args...)
 		if err != nil {
 			return err
 		}
@@ -416,7 +436,7 @@ func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]ls
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := e.q.Query(ctx, e.cat().Get("job.reap_select").SQL, micros(p.StaleAfter), limit)
+	rows, err := e.query(ctx, e.q, "job.reap_select", e.cat().Get("job.reap_select").SQL, micros(p.StaleAfter), limit)
 	if err != nil {
 		return nil, e.wrap("reap: select", err)
 	}
@@ -441,7 +461,7 @@ func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]ls
 	var out []lsdriver.ReapResult
 	for _, c := range cands {
 		msg := fmt.Sprintf("heartbeat lost: no heartbeat for over %s (worker presumed dead)", p.StaleAfter)
-		res, err := e.q.Exec(ctx, st.SQL, msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter))
+		res, err := e.exec(ctx, e.q, st.Name, st.SQL, msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter))
 		if err != nil {
 			return out, e.wrap(fmt.Sprintf("reap job %d", c.id), err)
 		}
@@ -458,7 +478,7 @@ func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]ls
 
 // JobCancel cancels one job by primary key.
 func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
-	res, err := e.q.Exec(ctx, e.cat().Get("job.cancel").SQL, id)
+	res, err := e.exec(ctx, e.q, "job.cancel", e.cat().Get("job.cancel").SQL, id)
 	if err != nil {
 		return false, e.wrap(fmt.Sprintf("cancel job %d", id), err)
 	}
@@ -467,7 +487,7 @@ func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
 
 // JobGet reads one job.
 func (e *Executor) JobGet(ctx context.Context, id int64) (*lsdriver.JobRow, error) {
-	rows, err := e.q.Query(ctx, e.cat().Get("job.get").SQL, id)
+	rows, err := e.query(ctx, e.q, "job.get", e.cat().Get("job.get").SQL, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("get job %d", id), err)
 	}
@@ -490,9 +510,9 @@ func (e *Executor) JobList(ctx context.Context, p *lsdriver.JobListParams) ([]*l
 	var rows Rows
 	var err error
 	if p.RunID != 0 {
-		rows, err = e.q.Query(ctx, e.cat().Get("job.list_by_run").SQL, p.RunID, p.AfterID, string(p.Status), string(p.Status), limit)
+		rows, err = e.query(ctx, e.q, "job.list_by_run", e.cat().Get("job.list_by_run").SQL, p.RunID, p.AfterID, string(p.Status), string(p.Status), limit)
 	} else {
-		rows, err = e.q.Query(ctx, e.cat().Get("job.list").SQL, p.AfterID, string(p.Status), string(p.Status), limit)
+		rows, err = e.query(ctx, e.q, "job.list", e.cat().Get("job.list").SQL, p.AfterID, string(p.Status), string(p.Status), limit)
 	}
 	if err != nil {
 		return nil, e.wrap("list jobs", err)

@@ -17,7 +17,7 @@ func (e *Executor) RunInsert(ctx context.Context, p *lsdriver.RunInsertParams) (
 	st := e.cat().Get("run.insert")
 	var id int64
 	if e.d.InsertReturning {
-		ids, err := queryIDs(ctx, e.q, st.SQL, p.Name, meta)
+		ids, err := e.queryIDs(ctx, e.q, st.Name, st.SQL, p.Name, meta)
 		if err != nil {
 			return nil, e.wrap("insert run", err)
 		}
@@ -26,7 +26,7 @@ func (e *Executor) RunInsert(ctx context.Context, p *lsdriver.RunInsertParams) (
 		}
 		id = ids[0]
 	} else {
-		res, err := e.q.Exec(ctx, st.SQL, p.Name, meta)
+		res, err := e.exec(ctx, e.q, st.Name, st.SQL, p.Name, meta)
 		if err != nil {
 			return nil, e.wrap("insert run", err)
 		}
@@ -41,7 +41,7 @@ func (e *Executor) RunGet(ctx context.Context, id int64) (*lsdriver.RunRow, erro
 }
 
 func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*lsdriver.RunRow, error) {
-	rows, err := q.Query(ctx, e.cat().Get("run.get").SQL, id)
+	rows, err := e.query(ctx, q, "run.get", e.cat().Get("run.get").SQL, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("get run %d", id), err)
 	}
@@ -58,7 +58,7 @@ func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*lsdriver.R
 
 // RunCounts counts a run's jobs by status through the run index.
 func (e *Executor) RunCounts(ctx context.Context, id int64) (lsdriver.RunCounts, error) {
-	rows, err := e.q.Query(ctx, e.cat().Get("run.counts").SQL, id)
+	rows, err := e.query(ctx, e.q, "run.counts", e.cat().Get("run.counts").SQL, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("count run %d", id), err)
 	}
@@ -82,14 +82,14 @@ func (e *Executor) RunCounts(ctx context.Context, id int64) (lsdriver.RunCounts,
 func (e *Executor) RunCancel(ctx context.Context, id int64) (*lsdriver.RunCancelResult, error) {
 	var out *lsdriver.RunCancelResult
 	err := e.inTx(ctx, func(q Querier) error {
-		if _, err := q.Exec(ctx, e.cat().Get("run.cancel").SQL, id); err != nil {
+		if _, err := e.exec(ctx, q, "run.cancel", e.cat().Get("run.cancel").SQL, id); err != nil {
 			return err
 		}
 		run, err := e.getRun(ctx, q, id)
 		if err != nil {
 			return err
 		}
-		ids, err := queryIDs(ctx, q, e.cat().Get("job.ids_live_by_run").SQL, id)
+		ids, err := e.queryIDs(ctx, q, "job.ids_live_by_run", e.cat().Get("job.ids_live_by_run").SQL, id)
 		if err != nil {
 			return err
 		}
