@@ -188,3 +188,23 @@ func placeholders(n int, one string) string {
 	}
 	return b.String()
 }
+
+// With returns a copy of the catalogue in which each given statement
+// replaces the one of the same name. It exists so that a guard can be shown
+// failing on a deliberately broken declaration (a hint removed, say); the
+// queue itself never runs a modified catalogue.
+func (c *Catalog) With(stmts ...Statement) (*Catalog, error) {
+	all := c.All()
+	for _, s := range stmts {
+		found := false
+		for i := range all {
+			if all[i].Name == s.Name {
+				all[i], found = s, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("catalog %s: no statement %q to replace", c.dialect, s.Name)
+		}
+	}
+	return New(c.dialect, c.arrayParams, c.indexNames, all...)
+}

@@ -1,0 +1,158 @@
+package planguard
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+type mysqlDialect struct{}
+
+func (mysqlDialect) locksIndexRecords() bool { return true }
+
+func (mysqlDialect) rebind(q string) string { return q }
+
+func (m mysqlDialect) explain(ctx context.Context, q querier, sqlText string, args []any) (Plan, error) {
+	return m.jsonPlan(ctx, q, "EXPLAIN FORMAT=JSON "+sqlText, args)
+}
+
+// analyzeClaim: ANALYZE runs the statement, so the claim runs in a
+// transaction that is rolled back; r_rows is what it really read.
+func (m mysqlDialect) analyzeClaim(ctx context.Context, db *sql.DB, sqlText string, args []any) (Plan, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return Plan{}, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return m.jsonPlan(ctx, tx, "ANALYZE FORMAT=JSON "+sqlText, args)
+}
+
+func (mysqlDialect) jsonPlan(ctx context.Context, q querier, query string, args []any) (Plan, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return Plan{}, err
+	}
+	defer rows.Close()
+	var raw string
+	if rows.Next() {
+		if err := rows.Scan(&raw); err != nil {
+			return Plan{}, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Plan{}, err
+	}
+	var tree any
+	if err := json.Unmarshal([]byte(raw), &tree); err != nil {
+		return Plan{}, fmt.Errorf("parse EXPLAIN output: %w", err)
+	}
+	plan := Plan{Raw: raw}
+	walkMySQL(tree, &plan)
+	return plan, nil
+}
+
+// walkMySQL collects table accesses and sorts from MariaDB's and MySQL 8's
+// JSON plans, whose nesting differs (nested_loop, ordering_operation,
+// filesort, read_sorted_file) but whose table objects agree.
+func walkMySQL(v any, plan *Plan) {
+	switch n := v.(type) {
+	case map[string]any:
+		if name, ok := n["table_name"].(string); ok {
+			a := Access{Table: name, ReadRows: -1}
+			a.Method, _ = n["access_type"].(string)
+			a.Index, _ = n["key"].(string)
+			a.Rows = num(n["rows"])
+			if r, ok := n["r_rows"]; ok {
+				a.ReadRows = num(r)
+			}
+			plan.Accesses = append(plan.Accesses, a)
+		}
+		for k, c := range n {
+			switch {
+			case k == "filesort" || k == "read_sorted_file":
+				plan.Sorts = true
+			case k == "using_filesort":
+				if b, _ := c.(bool); b {
+					plan.Sorts = true
+				}
+			}
+			walkMySQL(c, plan)
+		}
+	case []any:
+		for _, c := range n {
+			walkMySQL(c, plan)
+		}
+	}
+}
+
+func num(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case string:
+		var f float64
+		_, _ = fmt.Sscanf(x, "%g", &f)
+		return f
+	}
+	return 0
+}
+
+// numbers is a derived table of n = 1..max from cross-joined digits: it
+// works on MySQL 8 and MariaDB alike (MariaDB's seq_1_to_N engine does
+// not exist on MySQL, and recursive CTEs are capped at 1,000 there).
+func numbers(max int) string {
+	digits := "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+	var from, sum []string
+	for i, p := 0, 1; p < max || i == 0; i, p = i+1, p*10 {
+		from = append(from, fmt.Sprintf("%s d%d", digits, i))
+		sum = append(sum, fmt.Sprintf("%d*d%d.d", p, i))
+	}
+	return fmt.Sprintf("(SELECT %s + 1 AS n FROM %s) nums", strings.Join(sum, " + "), strings.Join(from, ", "))
+}
+
+func (mysqlDialect) load(ctx context.Context, db *sql.DB, d Distribution) error {
+	stmts := []string{"TRUNCATE TABLE lockstep_jobs", "TRUNCATE TABLE lockstep_runs"}
+	if runs := d.Runs(); runs > 0 {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_runs (id, name, status, created_at) SELECT n, CONCAT('planguard-', n), 'ACTIVE', UTC_TIMESTAMP(6) FROM %s WHERE n <= %d", numbers(runs), runs))
+	}
+	if d.Jobs > 0 {
+		queue := "'default'"
+		if d.Queues > 1 {
+			queue = fmt.Sprintf("CONCAT('q', n %% %d)", d.Queues)
+		}
+		run := "NULL"
+		if d.RunSize > 0 {
+			run = fmt.Sprintf("(n - 1) DIV %d + 1", d.RunSize)
+		}
+		const past = "UTC_TIMESTAMP(6) - INTERVAL 1 HOUR"
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at)
+SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, IF(st = 'PENDING', 0, 1), 25,
+  IF(st = 'PENDING', NULL, %[3]s), IF(st = 'PENDING', NULL, %[3]s), IF(st IN ('PENDING', 'RUNNING'), NULL, %[3]s), '[]', %[3]s
+FROM (SELECT n, %[4]s AS st FROM %[5]s WHERE n <= %[6]d) s`, run, queue, past, d.Status, numbers(d.Jobs), d.Jobs))
+	}
+	stmts = append(stmts, "ANALYZE TABLE lockstep_jobs, lockstep_runs")
+	for _, s := range stmts {
+		if err := drain(ctx, db, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drain runs a statement and reads whatever it returns (ANALYZE TABLE
+// answers with a result set).
+func drain(ctx context.Context, db *sql.DB, q string) error {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("%s: %w", oneLine(q), err)
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return fmt.Errorf("%s: %w", oneLine(q), err)
+	}
+	return rows.Close()
+}

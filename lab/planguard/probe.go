@@ -1,0 +1,207 @@
+package planguard
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+)
+
+// claimLimit is the LIMIT the guard claims with.
+const claimLimit = 10
+
+// probe holds the values statements are bound with: real rows of the data
+// under test, so that the optimizer sees the selectivity the queue's own
+// calls would present.
+type probe struct {
+	queue      string
+	pendingID  int64   // the first PENDING job
+	claimIDs   []int64 // what a claim of claimLimit would take from queue
+	runID      int64   // the run of the first live job that has one
+	liveIDs    []int64 // that run's PENDING and RUNNING jobs
+	running    []int64 // RUNNING jobs, with the attempt of the first
+	runningAtt int64
+	staleID    int64 // a job in a final status
+}
+
+// discover reads the probe values with plain, non-locking reads.
+func discover(ctx context.Context, db *sql.DB, d dialect) (*probe, error) {
+	p := &probe{}
+	one := func(q string, dest ...any) error {
+		err := db.QueryRowContext(ctx, d.rebind(q)).Scan(dest...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	}
+	if err := one("SELECT id, queue FROM lockstep_jobs WHERE status = 'PENDING' ORDER BY id LIMIT 1", &p.pendingID, &p.queue); err != nil {
+		return nil, fmt.Errorf("discover pending: %w", err)
+	}
+	if p.queue != "" {
+		ids, err := queryInts(ctx, db, d.rebind("SELECT id FROM lockstep_jobs WHERE queue = ? AND status = 'PENDING' ORDER BY priority, available_at, id LIMIT 10"), p.queue)
+		if err != nil {
+			return nil, fmt.Errorf("discover claim: %w", err)
+		}
+		p.claimIDs = ids
+	}
+	var run sql.NullInt64
+	if err := one("SELECT run_id FROM lockstep_jobs WHERE status IN ('PENDING', 'RUNNING') AND run_id IS NOT NULL ORDER BY id LIMIT 1", &run); err != nil {
+		return nil, fmt.Errorf("discover run: %w", err)
+	}
+	if !run.Valid {
+		if err := one("SELECT id FROM lockstep_runs ORDER BY id LIMIT 1", &run); err != nil {
+			return nil, fmt.Errorf("discover run: %w", err)
+		}
+	}
+	p.runID = run.Int64
+	if p.runID != 0 {
+		ids, err := queryInts(ctx, db, d.rebind("SELECT id FROM lockstep_jobs WHERE run_id = ? AND status IN ('PENDING', 'RUNNING') ORDER BY id LIMIT 500"), p.runID)
+		if err != nil {
+			return nil, fmt.Errorf("discover live jobs: %w", err)
+		}
+		p.liveIDs = ids
+	}
+	ids, err := queryInts(ctx, db, "SELECT id FROM lockstep_jobs WHERE status = 'RUNNING' ORDER BY id LIMIT 10")
+	if err != nil {
+		return nil, fmt.Errorf("discover running: %w", err)
+	}
+	p.running = ids
+	if len(ids) > 0 {
+		if err := one(fmt.Sprintf("SELECT attempts FROM lockstep_jobs WHERE id = %d", ids[0]), &p.runningAtt); err != nil {
+			return nil, fmt.Errorf("discover running: %w", err)
+		}
+	}
+	if err := one("SELECT id FROM lockstep_jobs WHERE status IN ('DONE', 'FAILED', 'CANCELLED') ORDER BY id LIMIT 1", &p.staleID); err != nil {
+		return nil, fmt.Errorf("discover stale: %w", err)
+	}
+	return p, nil
+}
+
+func queryInts(ctx context.Context, db *sql.DB, q string, args ...any) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// bind renders a statement with probe values, in the argument order the
+// shared executor uses for it (the same in every dialect). skip says why a
+// statement cannot be probed on this data; an unknown statement is an
+// error, so a new statement cannot escape the guard unnoticed.
+func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) (string, []any, string, error) {
+	stale := variant == "stale"
+	// target is one row: the live one the statement expects, or one that
+	// has moved on.
+	target := func(live int64, what string) (int64, string) {
+		if stale {
+			if p.staleID == 0 {
+				return 0, "no finished job in the data"
+			}
+			return p.staleID, ""
+		}
+		if live == 0 {
+			return 0, "no " + what + " job in the data"
+		}
+		return live, ""
+	}
+	list := func(live []int64, what string) ([]int64, string) {
+		if stale {
+			if p.staleID == 0 {
+				return nil, "no finished job in the data"
+			}
+			return []int64{p.staleID}, ""
+		}
+		if len(live) == 0 {
+			return nil, "no " + what + " job in the data"
+		}
+		return live, ""
+	}
+	first := func(ids []int64) int64 {
+		if len(ids) == 0 {
+			return 0
+		}
+		return ids[0]
+	}
+	const hist = `[{"attempt":1,"error":"planguard"}]`
+	const micros = int64(time.Minute / time.Microsecond)
+	now := time.Now().UTC()
+	plain := func(args ...any) (string, []any, string, error) { return st.SQL, args, "", nil }
+	withIDs := func(ids []int64, skip string, args ...any) (string, []any, string, error) {
+		if skip != "" {
+			return "", nil, skip, nil
+		}
+		q, a := cat.BindIDs(st, ids, args...)
+		return q, a, "", nil
+	}
+	withRow := func(id int64, skip string, args ...any) (string, []any, string, error) {
+		if skip != "" {
+			return "", nil, skip, nil
+		}
+		return plain(args...)
+	}
+	needRun := func(args ...any) (string, []any, string, error) {
+		if p.runID == 0 {
+			return "", nil, "no run in the data", nil
+		}
+		return plain(args...)
+	}
+	switch st.Name {
+	case "run.lock_shared", "run.get", "run.cancel", "run.counts", "job.ids_live_by_run":
+		return needRun(p.runID)
+	case "job.list_by_run":
+		return needRun(p.runID, 0, "", "", 100)
+	case "job.list":
+		return plain(0, "", "", 100)
+	case "job.get":
+		id, skip := target(p.pendingID, "PENDING")
+		return withRow(id, skip, id)
+	case "job.claim_select", "job.claim":
+		if p.queue == "" {
+			return "", nil, "no PENDING job in the data", nil
+		}
+		return plain(p.queue, claimLimit)
+	case "job.claim_update":
+		ids, skip := list(p.claimIDs, "PENDING")
+		return withIDs(ids, skip, now, now)
+	case "job.lock_ids", "job.cancel_many":
+		ids, skip := list(p.liveIDs, "live")
+		return withIDs(ids, skip)
+	case "job.heartbeat", "job.state_many":
+		ids, skip := list(p.running, "RUNNING")
+		return withIDs(ids, skip)
+	case "job.cancel":
+		id, skip := target(p.pendingID, "PENDING")
+		return withRow(id, skip, id)
+	case "job.finish_done":
+		id, skip := target(first(p.running), "RUNNING")
+		return withRow(id, skip, id, p.runningAtt)
+	case "job.finish_failed":
+		id, skip := target(first(p.running), "RUNNING")
+		return withRow(id, skip, "planguard", hist, id, p.runningAtt)
+	case "job.finish_retry":
+		id, skip := target(first(p.running), "RUNNING")
+		return withRow(id, skip, micros, "planguard", hist, id, p.runningAtt)
+	case "job.finish_snooze":
+		id, skip := target(first(p.running), "RUNNING")
+		return withRow(id, skip, micros, id, p.runningAtt)
+	case "job.reap_select":
+		return plain(micros, 100)
+	case "job.reap":
+		id, skip := target(first(p.running), "RUNNING")
+		return withRow(id, skip, "planguard", hist, id, p.runningAtt, micros)
+	}
+	return "", nil, "", fmt.Errorf("the plan guard has no probe for %s: add one in lab/planguard/probe.go", st.Name)
+}
