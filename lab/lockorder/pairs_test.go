@@ -1,0 +1,227 @@
+package lockorder_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/locktest"
+)
+
+// op is one unit of the queue's work, as the client issues it.
+type op struct {
+	name string
+	run  func(ctx context.Context, ex driver.Executor) error
+}
+
+var (
+	claim = op{"claim", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "default", Max: 2})
+		return err
+	}}
+	cancelRunOfPending = op{"cancel run 1", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.RunCancel(ctx, runOfPending)
+		return err
+	}}
+	cancelRunOfRunning = op{"cancel run 6", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.RunCancel(ctx, runOfRunning)
+		return err
+	}}
+	cancelJobPending = op{"cancel job 999", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobCancel(ctx, pendingA)
+		return err
+	}}
+	cancelJobRunning = op{"cancel job 5500", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobCancel(ctx, running)
+		return err
+	}}
+	reap = op{"reap", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobReap(ctx, &driver.JobReapParams{StaleAfter: time.Minute, Max: 100})
+		return err
+	}}
+	heartbeat = op{"heartbeat 5500", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobHeartbeat(ctx, []driver.JobRef{{ID: running, Attempt: 1}})
+		return err
+	}}
+	enqueueIntoRun = op{"enqueue into run 1", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobInsertIntoRun(ctx, runOfPending, []driver.JobInsertParams{{Queue: "default", Kind: "k", Args: []byte(`{}`), MaxAttempts: 5}})
+		if errors.Is(err, driver.ErrRunCancelled) {
+			return nil // the run was cancelled first: refused, as it must be
+		}
+		return err
+	}}
+)
+
+func finish(status driver.JobStatus, snooze bool) op {
+	name := "finish " + string(status)
+	if snooze {
+		name = "snooze"
+	}
+	return op{name + " 5500", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: running, Attempt: 1, Status: status, Snooze: snooze, RetryAfter: time.Second, Error: "boom"})
+		return err
+	}}
+}
+
+// pair is two operations that can touch the same rows, and whether B must
+// be seen waiting when A pauses holding everything it locked (A at its
+// end, before commit).
+type pair struct {
+	a, b     op
+	bWaits   bool
+	checkEnd func(t *testing.T, s server)
+}
+
+func finalIs(id int64, want ...driver.JobStatus) func(t *testing.T, s server) {
+	return func(t *testing.T, s server) {
+		got := status(t, s, id)
+		require.Contains(t, want, got, "job %d", id)
+	}
+}
+
+func runSettled(run int64) func(t *testing.T, s server) {
+	return func(t *testing.T, s server) {
+		counts, err := s.drv.Executor().RunCounts(context.Background(), run)
+		require.NoError(t, err)
+		require.Zero(t, counts[driver.StatusPending]+counts[driver.StatusRunning], "run %d still has live jobs after its cancel: %v", run, counts)
+	}
+}
+
+func pairs() []pair {
+	var out []pair
+	for _, f := range []op{finish(driver.StatusDone, false), finish(driver.StatusFailed, false), finish(driver.StatusPending, false), finish(driver.StatusPending, true)} {
+		out = append(out,
+			pair{a: f, b: cancelRunOfRunning, bWaits: true, checkEnd: runSettled(runOfRunning)},
+			pair{a: cancelRunOfRunning, b: f, bWaits: true, checkEnd: finalIs(running, driver.StatusCancelled)},
+			pair{a: f, b: cancelJobRunning, bWaits: true},
+			pair{a: reap, b: f, bWaits: true, checkEnd: finalIs(running, driver.StatusPending)},
+			pair{a: f, b: reap, bWaits: true},
+		)
+	}
+	return append(out,
+		pair{a: claim, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
+		pair{a: cancelRunOfPending, b: claim, bWaits: false, checkEnd: finalIs(pendingA, driver.StatusCancelled)},
+		pair{a: claim, b: cancelJobPending, bWaits: true, checkEnd: finalIs(pendingA, driver.StatusCancelled)},
+		pair{a: cancelJobPending, b: claim, bWaits: false, checkEnd: finalIs(pendingA, driver.StatusCancelled)},
+		pair{a: reap, b: cancelRunOfRunning, bWaits: true, checkEnd: runSettled(runOfRunning)},
+		pair{a: cancelRunOfRunning, b: reap, bWaits: true, checkEnd: finalIs(running, driver.StatusCancelled)},
+		pair{a: claim, b: reap, bWaits: false},
+		pair{a: reap, b: claim, bWaits: false},
+		pair{a: heartbeat, b: cancelRunOfRunning, bWaits: true, checkEnd: runSettled(runOfRunning)},
+		pair{a: cancelRunOfRunning, b: heartbeat, bWaits: true, checkEnd: finalIs(running, driver.StatusCancelled)},
+		pair{a: enqueueIntoRun, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
+		pair{a: cancelRunOfPending, b: enqueueIntoRun, bWaits: true, checkEnd: runSettled(runOfPending)},
+		pair{a: cancelRunOfPending, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
+	)
+}
+
+// pausePoints runs a in a transaction that is rolled back, recording its
+// statements, and returns where A can pause holding locks: before each
+// statement that follows its first locking one, and at its end ("").
+func pausePoints(t *testing.T, s server, a op) []string {
+	ctx := context.Background()
+	var names []string
+	tr := &driver.StatementTrace{Before: func(_ context.Context, name string) error {
+		names = append(names, name)
+		return nil
+	}}
+	loadAlmostDone(t, s)
+	tx, err := s.drv.Begin(ctx)
+	require.NoError(t, err)
+	err = a.run(driver.WithStatementTrace(ctx, tr), tx)
+	require.NoError(t, tx.Rollback())
+	require.NoError(t, err)
+	var points []string
+	locked := false
+	for _, n := range names {
+		if locked && !slices.Contains(points, n) {
+			points = append(points, n)
+		}
+		if st, ok := s.drv.Catalog().Lookup(n); ok && st.Locks {
+			locked = true
+		}
+	}
+	return append(points, "")
+}
+
+// sessionA runs a inside a transaction, pausing before statement pauseAt
+// (or after its last statement, when pauseAt is ""), then commits.
+func sessionA(s server, a op, pauseAt string) locktest.SessionA {
+	return func(ctx context.Context, pause func()) error {
+		tx, err := s.drv.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		var mu sync.Mutex
+		tr := &driver.StatementTrace{Before: func(_ context.Context, name string) error {
+			mu.Lock()
+			hit := name == pauseAt
+			mu.Unlock()
+			if hit {
+				pause()
+			}
+			return nil
+		}}
+		if err := a.run(driver.WithStatementTrace(ctx, tr), tx); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		if pauseAt == "" {
+			pause()
+		}
+		return tx.Commit()
+	}
+}
+
+// TestWriterPairs: for every pair of writers that can touch the same rows,
+// in both orders, A pauses holding its locks at every point between its
+// statements; B runs and is seen waiting (or finishes, when it must not
+// wait: a SKIP LOCKED claim); A continues; neither may fail, least of all
+// with a deadlock.
+func TestWriterPairs(t *testing.T) {
+	for _, s := range servers(t) {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			for _, p := range pairs() {
+				for _, at := range pausePoints(t, s, p.a) {
+					where := "at its end"
+					if at != "" {
+						where = "before " + at
+					}
+					t.Run(fmt.Sprintf("%s × %s, A paused %s", p.a.name, p.b.name, where), func(t *testing.T) {
+						loadAlmostDone(t, s)
+						ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+						defer cancel()
+						out, err := locktest.Interleave(ctx, s.observer.DB(), s.flavor, sessionA(s, p.a, at), func(ctx context.Context) error {
+							return p.b.run(ctx, s.drv.Executor())
+						})
+						require.NoError(t, err)
+						for _, e := range []error{out.ErrA, out.ErrB} {
+							if e != nil {
+								require.NotEqual(t, driver.ErrorDeadlock, s.drv.ClassifyError(e), "deadlock: %v", e)
+							}
+						}
+						require.NoError(t, out.ErrA, "A: %s", p.a.name)
+						require.NoError(t, out.ErrB, "B: %s", p.b.name)
+						if at == "" {
+							require.Equal(t, p.bWaits, out.BWaited, "did B (%s) wait for A (%s)? waits seen: %v", p.b.name, p.a.name, out.Waits)
+							if p.checkEnd != nil {
+								p.checkEnd(t, s)
+							}
+						}
+						for _, w := range out.Waits {
+							t.Logf("seen: %s", w)
+						}
+					})
+				}
+			}
+		})
+	}
+}

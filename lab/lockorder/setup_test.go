@@ -1,0 +1,87 @@
+package lockorder_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/drivertest"
+	"github.com/lockstep-queue/lockstep/driver/mysql"
+	"github.com/lockstep-queue/lockstep/driver/postgres"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/planguard"
+	"github.com/lockstep-queue/lockstep/lockview"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+// server is one database under test: the driver the sessions use and a
+// separate pool that watches the lock tables.
+type server struct {
+	name     string
+	drv      driver.Driver
+	flavor   lockview.Flavor
+	observer driver.Driver
+}
+
+func servers(t *testing.T) []server {
+	ctx := context.Background()
+	myDSN := testdb.MySQL(t)
+	my, err := mysql.Open(ctx, myDSN)
+	require.NoError(t, err)
+	myObs, err := mysql.Open(ctx, myDSN)
+	require.NoError(t, err)
+	pgDSN := testdb.Postgres(t)
+	pg, err := postgres.Open(ctx, pgDSN)
+	require.NoError(t, err)
+	pgObs, err := postgres.Open(ctx, pgDSN)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, d := range []driver.Driver{my, myObs, pg, pgObs} {
+			_ = d.Close()
+		}
+	})
+	drivertest.Migrate(t, my)
+	drivertest.Migrate(t, pg)
+	return []server{
+		{name: "MariaDB", drv: my, flavor: lockview.MariaDB, observer: myObs},
+		{name: "PostgreSQL", drv: pg, flavor: lockview.Postgres, observer: pgObs},
+	}
+}
+
+// loadAlmostDone loads the second seed's dangerous distribution — runs of
+// 1,000 jobs with 2 PENDING each — and asserts the precondition every
+// interleaving depends on: each statement is planned as declared on it.
+// Without that check a passing interleaving would protect nothing.
+func loadAlmostDone(t *testing.T, s server) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, planguard.Load(ctx, s.drv, planguard.AlmostDone()))
+	rep, err := planguard.Check(ctx, s.drv, planguard.Options{})
+	require.NoError(t, err)
+	var failed []string
+	for _, r := range rep.Failed() {
+		failed = append(failed, r.Statement+" "+r.Variant+": "+strings.Join(r.Problems, "; "))
+	}
+	require.Empty(t, failed, "the plans the interleavings rely on")
+}
+
+// The almost-done distribution's rows the interleavings use: run 1's two
+// PENDING jobs and run 6's RUNNING job (attempt 1, heartbeat an hour old).
+const (
+	pendingA, pendingB = int64(999), int64(1000)
+	runOfPending       = int64(1)
+	running            = int64(5500)
+	runOfRunning       = int64(6)
+)
+
+func status(t *testing.T, s server, id int64) driver.JobStatus {
+	t.Helper()
+	j, err := s.drv.Executor().JobGet(context.Background(), id)
+	require.NoError(t, err)
+	return j.Status
+}

@@ -1,0 +1,199 @@
+// Package lockview reads the lock waits a database server shows: who waits
+// for whom, on which table, index and record. It is what a deterministic
+// lock-order test synchronises on ("B's lock wait is visible"), and what the
+// lab and the dashboard print.
+package lockview
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Flavor is the server family, which decides where lock waits are shown.
+type Flavor string
+
+// The flavors lockview reads.
+const (
+	MariaDB  Flavor = "mariadb"
+	MySQL    Flavor = "mysql"
+	Postgres Flavor = "postgres"
+)
+
+// Wait is one session waiting for a lock another session holds.
+type Wait struct {
+	// WaiterID and BlockerID are the sessions' ids (MySQL thread id,
+	// PostgreSQL pid); the queries are what they run now (a blocker that
+	// is idle in its transaction shows none).
+	WaiterID, BlockerID       int64
+	WaiterQuery, BlockerQuery string
+	// Table, Index, Mode and Data describe the lock waited for, where the
+	// server says (PostgreSQL names no index; its row locks are on tuples).
+	Table, Index, Mode, Data string
+	Waiting                  time.Duration
+}
+
+func (w Wait) String() string {
+	return fmt.Sprintf("session %d waits %s for session %d: %s %s %s %s (%q)", w.WaiterID, w.Waiting.Round(time.Millisecond), w.BlockerID, w.Table, w.Index, w.Mode, w.Data, w.WaiterQuery)
+}
+
+// ErrPrivilege is returned when the server refuses to show its lock tables.
+var ErrPrivilege = errors.New("lockview: the server refused to show its lock tables; MySQL and MariaDB need the PROCESS privilege (GRANT PROCESS ON *.* TO the user)")
+
+// Detect asks the server what it is.
+func Detect(ctx context.Context, db *sql.DB) (Flavor, error) {
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&v); err != nil {
+		return "", fmt.Errorf("lockview: detect server: %w", err)
+	}
+	switch lv := strings.ToLower(v); {
+	case strings.Contains(lv, "postgresql"):
+		return Postgres, nil
+	case strings.Contains(lv, "mariadb"):
+		return MariaDB, nil
+	}
+	return MySQL, nil
+}
+
+// Waits returns the lock waits of sessions connected to the current
+// database. On MariaDB the information_schema lock tables are a cache that
+// InnoDB refreshes only after 0.1 s without readers: poll no faster than
+// PollInterval or it never refreshes.
+func Waits(ctx context.Context, db *sql.DB, f Flavor) ([]Wait, error) {
+	var q string
+	switch f {
+	case MariaDB:
+		q = mariadbWaits
+	case MySQL:
+		q = mysqlWaits
+	case Postgres:
+		q = postgresWaits
+	default:
+		return nil, fmt.Errorf("lockview: unknown flavor %q", f)
+	}
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []Wait
+	for rows.Next() {
+		var w Wait
+		var micros float64
+		if err := rows.Scan(&w.WaiterID, &w.WaiterQuery, &w.BlockerID, &w.BlockerQuery, &w.Table, &w.Index, &w.Mode, &w.Data, &micros); err != nil {
+			return nil, fmt.Errorf("lockview: %w", err)
+		}
+		w.Waiting = time.Duration(micros) * time.Microsecond
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
+}
+
+// PollInterval is how often WaitFor looks: slower than MariaDB's 0.1 s
+// INNODB_TRX cache refresh.
+const PollInterval = 150 * time.Millisecond
+
+// WaitFor polls until a lock wait matching match (nil: any) is visible,
+// and returns the waits seen then. It gives up when ctx ends or stop
+// returns true (say, because the session expected to wait has finished).
+func WaitFor(ctx context.Context, db *sql.DB, f Flavor, match func(Wait) bool, stop func() bool) ([]Wait, error) {
+	// MariaDB refreshes its cache on a read that comes more than 0.1 s after
+	// the previous read. Waiting once before the first read makes that read
+	// a refresh, so a wait cached from before this call (a session of the
+	// pool that waited earlier) cannot be mistaken for a new one.
+	if f == MariaDB {
+		if err := pause(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		ws, err := Waits(ctx, db, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range ws {
+			if match == nil || match(w) {
+				return ws, nil
+			}
+		}
+		if stop != nil && stop() {
+			return nil, nil
+		}
+		if err := pause(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func pause(ctx context.Context) error {
+	t := time.NewTimer(PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("lockview: no lock wait became visible: %w", ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+func classify(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && (me.Number == 1227 || me.Number == 1142) {
+		return fmt.Errorf("%w: %v", ErrPrivilege, err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return fmt.Errorf("%w: %v", ErrPrivilege, err)
+	}
+	return fmt.Errorf("lockview: %w", err)
+}
+
+// MariaDB lists in INNODB_LOCKS only the locks involved in a wait, which
+// is all a wait needs.
+//
+// INNODB_TRX is a cache; PROCESSLIST is not. A cached wait whose session is
+// idle now (COMMAND = 'Sleep') is stale and is left out, and the waiter's
+// statement comes from PROCESSLIST.INFO.
+const mariadbWaits = `SELECT r.trx_mysql_thread_id, COALESCE(p.INFO, ''), b.trx_mysql_thread_id, COALESCE(b.trx_query, ''),
+  COALESCE(l.lock_table, ''), COALESCE(l.lock_index, ''), COALESCE(l.lock_mode, ''), COALESCE(l.lock_data, ''),
+  COALESCE(TIMESTAMPDIFF(MICROSECOND, r.trx_wait_started, NOW(6)), 0)
+FROM information_schema.INNODB_LOCK_WAITS w
+JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id
+JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id
+LEFT JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id
+JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id
+WHERE p.DB = DATABASE() AND p.COMMAND <> 'Sleep'
+ORDER BY r.trx_wait_started`
+
+// MySQL 8 moved lock waits to performance_schema. Not exercised by the
+// test suite here (no MySQL 8 server is installable on the CI machines).
+const mysqlWaits = `SELECT r.trx_mysql_thread_id, COALESCE(r.trx_query, ''), b.trx_mysql_thread_id, COALESCE(b.trx_query, ''),
+  CONCAT(l.object_schema, '.', l.object_name), COALESCE(l.index_name, ''), l.lock_mode, COALESCE(l.lock_data, ''),
+  COALESCE(TIMESTAMPDIFF(MICROSECOND, r.trx_wait_started, NOW(6)), 0)
+FROM performance_schema.data_lock_waits w
+JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_engine_transaction_id
+JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_engine_transaction_id
+JOIN performance_schema.data_locks l ON l.engine_lock_id = w.requesting_engine_lock_id
+JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id
+WHERE p.DB = DATABASE()
+ORDER BY r.trx_wait_started`
+
+const postgresWaits = `SELECT a.pid, COALESCE(a.query, ''), b.pid, CASE WHEN b.state = 'active' THEN COALESCE(b.query, '') ELSE '' END,
+  COALESCE(l.relation::regclass::text, ''), '', COALESCE(l.mode, ''),
+  COALESCE(l.locktype || CASE WHEN l.page IS NOT NULL THEN ' (' || l.page || ',' || l.tuple || ')' WHEN l.transactionid IS NOT NULL THEN ' ' || l.transactionid ELSE '' END, ''),
+  COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - a.state_change) * 1000000, 0)
+FROM pg_stat_activity a
+CROSS JOIN LATERAL unnest(pg_blocking_pids(a.pid)) AS bp(pid)
+JOIN pg_stat_activity b ON b.pid = bp.pid
+LEFT JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
+WHERE a.wait_event_type = 'Lock' AND a.datname = current_database()
+ORDER BY a.pid`
