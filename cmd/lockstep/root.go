@@ -79,6 +79,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newMigrateCmd(c),
 		newDemoCmd(c),
+		newLabCmd(c),
 	)
 	return root
 }

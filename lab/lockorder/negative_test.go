@@ -106,10 +106,10 @@ func seedSessionB(db *sql.DB, level sql.IsolationLevel, stmts ...string) locktes
 }
 
 const (
-	claimUnhinted   = "UPDATE attempt SET status = 'RUNNING' WHERE id = 300 AND status = 'PENDING'"
-	claimPrimary    = "UPDATE attempt FORCE INDEX (PRIMARY) SET status = 'RUNNING' WHERE id = 300 AND status = 'PENDING'"
-	cancelRange     = "UPDATE attempt SET status = 'CANCELLED' WHERE run_id = 3 AND status IN ('PENDING', 'RUNNING')"
-	cancelRowByPK   = "UPDATE attempt FORCE INDEX (PRIMARY) SET status = 'CANCELLED' WHERE id = %d AND status IN ('PENDING', 'RUNNING')"
+	claimUnhinted = "UPDATE attempt SET status = 'RUNNING' WHERE id = 300 AND status = 'PENDING'"
+	claimPrimary  = "UPDATE attempt FORCE INDEX (PRIMARY) SET status = 'RUNNING' WHERE id = 300 AND status = 'PENDING'"
+	cancelRange   = "UPDATE attempt SET status = 'CANCELLED' WHERE run_id = 3 AND status IN ('PENDING', 'RUNNING')"
+	cancelRowByPK = "UPDATE attempt FORCE INDEX (PRIMARY) SET status = 'CANCELLED' WHERE id = %d AND status IN ('PENDING', 'RUNNING')"
 )
 
 // TestNegativeControls: the harness that passes every writer pair must see
