@@ -208,3 +208,54 @@ func (c *Catalog) With(stmts ...Statement) (*Catalog, error) {
 	}
 	return New(c.dialect, c.arrayParams, c.indexNames, all...)
 }
+
+// LockClass says in words what a statement locks and in which order, as
+// its declaration implies; the lock-order documentation is generated from
+// it, so the words cannot drift from the declarations.
+func (c *Catalog) LockClass(s Statement) string {
+	switch {
+	case s.Table == "":
+		return "reads no table"
+	case s.Table == "lockstep_migrations":
+		return "schema bookkeeping, issued by migrate only, never by the running queue"
+	case s.Claim:
+		return "locking read, SKIP LOCKED: claim-index entries and their primary-key rows in index order, stopping at LIMIT"
+	case !s.Locks && strings.HasPrefix(s.SQL, "INSERT"):
+		return "insert: new rows only"
+	case !s.Locks:
+		return "no row locks (consistent read)"
+	case s.Finds == RunsPrimary && strings.Contains(s.SQL, "SHARE"):
+		return "one run row by primary key, shared"
+	case s.Finds == RunsPrimary:
+		return "one run row by primary key, exclusive"
+	case s.IDList && len(s.Changes) == 0:
+		return "job rows by primary key in ascending id order (a locking read that fixes the order)"
+	case s.IDList:
+		return "job rows by primary key in ascending id order, then their entries in the changed indexes"
+	default:
+		return "one job row by primary key, then its entries in the changed indexes"
+	}
+}
+
+// Markdown renders the catalogue as a table: name, the index that finds
+// rows, the indexes changed, and the lock class.
+func (c *Catalog) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| statement | finds rows through | changes | locks |\n|---|---|---|---|\n")
+	for _, s := range c.All() {
+		finds := c.IndexName(s.Finds)
+		if s.Finds == None {
+			finds = "–"
+		}
+		var changes []string
+		for _, ix := range s.Changes {
+			changes = append(changes, c.IndexName(ix))
+		}
+		ch := strings.Join(changes, ", ")
+		if ch == "" {
+			ch = "–"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", s.Name, finds, ch, c.LockClass(s))
+	}
+	return b.String()
+}

@@ -144,3 +144,13 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 		},
 	)
 }
+
+// Catalog returns the statement catalogue the driver uses on MariaDB
+// (mariadb true) or MySQL 8, without a connection: for documentation and
+// offline audits of the lock order.
+func Catalog(mariadb bool) *catalog.Catalog {
+	if mariadb {
+		return newCatalog("mariadb", true)
+	}
+	return newCatalog("mysql", false)
+}

@@ -145,3 +145,7 @@ func newCatalog() *catalog.Catalog {
 		},
 	)
 }
+
+// Catalog returns the statement catalogue the driver uses, without a
+// connection: for documentation and offline audits of the lock order.
+func Catalog() *catalog.Catalog { return newCatalog() }

@@ -138,3 +138,7 @@ func newCatalog() *catalog.Catalog {
 		},
 	)
 }
+
+// Catalog returns the statement catalogue the driver uses, without a
+// connection: for documentation and offline audits.
+func Catalog() *catalog.Catalog { return newCatalog() }
