@@ -16,7 +16,7 @@ var errPlansFailed = errors.New("planguard: some statements are not planned as t
 
 func newLabPlanguardCmd(c *cli) *cobra.Command {
 	var synthetic, verbose, asJSON bool
-	var only []string
+	var only, dists []string
 	cmd := &cobra.Command{
 		Use:   "planguard",
 		Short: "EXPLAIN every queue statement and check it takes its declared access path",
@@ -51,8 +51,12 @@ at a scratch database with the lockstep schema ('lockstep migrate up').`,
 			}
 			opts := planguard.Options{Statements: only}
 			var rep *planguard.Report
+			chosen, err := pickDistributions(dists)
+			if err != nil {
+				return err
+			}
 			if synthetic {
-				rep, err = planguard.CheckDistributions(ctx, drv, planguard.Default(), opts)
+				rep, err = planguard.CheckDistributions(ctx, drv, chosen, opts)
 			} else {
 				rep, err = planguard.Check(ctx, drv, opts)
 			}
@@ -75,8 +79,33 @@ at a scratch database with the lockstep schema ('lockstep migrate up').`,
 		},
 	}
 	cmd.Flags().BoolVar(&synthetic, "synthetic", false, "load the five distributions into an empty scratch database and check under each")
+	cmd.Flags().StringSliceVar(&dists, "distribution", nil, "with --synthetic, load only these distributions (repeatable; default all five)")
 	cmd.Flags().StringSliceVar(&only, "statement", nil, "check only these catalogue statements (repeatable)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list statements that were not explained, and why")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+func pickDistributions(names []string) ([]planguard.Distribution, error) {
+	all := planguard.Default()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []planguard.Distribution
+	for _, n := range names {
+		found := false
+		for _, d := range all {
+			if d.Name == n {
+				out, found = append(out, d), true
+			}
+		}
+		if !found {
+			var have []string
+			for _, d := range all {
+				have = append(have, d.Name)
+			}
+			return nil, fmt.Errorf("planguard: no distribution %q (have: %s)", n, strings.Join(have, ", "))
+		}
+	}
+	return out, nil
 }
