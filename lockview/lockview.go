@@ -187,13 +187,16 @@ JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id
 WHERE p.DB = DATABASE()
 ORDER BY r.trx_wait_started`
 
+// A row lock wait on PostgreSQL is a wait for the holder's transaction id;
+// the row is named by the tuple lock the waiter holds meanwhile.
 const postgresWaits = `SELECT a.pid, COALESCE(a.query, ''), b.pid, CASE WHEN b.state = 'active' THEN COALESCE(b.query, '') ELSE '' END,
-  COALESCE(l.relation::regclass::text, ''), '', COALESCE(l.mode, ''),
-  COALESCE(l.locktype || CASE WHEN l.page IS NOT NULL THEN ' (' || l.page || ',' || l.tuple || ')' WHEN l.transactionid IS NOT NULL THEN ' ' || l.transactionid ELSE '' END, ''),
+  COALESCE(l.relation::regclass::text, tl.relation::regclass::text, ''), '', COALESCE(l.mode, ''),
+  COALESCE(CASE WHEN tl.page IS NOT NULL THEN 'tuple (' || tl.page || ',' || tl.tuple || ')' END, l.locktype || CASE WHEN l.transactionid IS NOT NULL THEN ' ' || l.transactionid ELSE '' END, ''),
   COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - a.state_change) * 1000000, 0)
 FROM pg_stat_activity a
 CROSS JOIN LATERAL unnest(pg_blocking_pids(a.pid)) AS bp(pid)
 JOIN pg_stat_activity b ON b.pid = bp.pid
 LEFT JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
+LEFT JOIN LATERAL (SELECT t.relation, t.page, t.tuple FROM pg_locks t WHERE t.pid = a.pid AND t.locktype = 'tuple' LIMIT 1) tl ON true
 WHERE a.wait_event_type = 'Lock' AND a.datname = current_database()
 ORDER BY a.pid`

@@ -1,0 +1,261 @@
+package soak
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// reapMarker starts the last_error the reaper writes (driver/internal/
+// sqlexec JobReap: "heartbeat lost: no heartbeat for over …"), which tells a
+// reap from a worker's failure in the audit.
+const reapMarker = "heartbeat lost"
+
+// step is what one audited transition was.
+type step int
+
+const (
+	stepIllegal step = iota
+	stepClaim
+	stepDone
+	stepRetry
+	stepSnooze
+	stepReap
+	stepFailed
+	stepReapFailed
+	stepCancel
+)
+
+func (k step) String() string {
+	return [...]string{"an illegal change", "claim", "done", "retry", "snooze", "reap", "failed", "reap to FAILED", "cancel"}[k]
+}
+
+func stepOf(t transition) step {
+	reaped := t.errored && strings.HasPrefix(t.lastErr, reapMarker)
+	switch {
+	case t.from == driver.StatusPending && t.to == driver.StatusRunning:
+		return stepClaim
+	case (t.from == driver.StatusPending || t.from == driver.StatusRunning) && t.to == driver.StatusCancelled:
+		return stepCancel
+	case t.from != driver.StatusRunning:
+		return stepIllegal
+	case t.to == driver.StatusDone:
+		return stepDone
+	case t.to == driver.StatusPending && t.snoozed:
+		return stepSnooze
+	case t.to == driver.StatusPending && reaped:
+		return stepReap
+	case t.to == driver.StatusPending && t.errored:
+		return stepRetry
+	case t.to == driver.StatusFailed && reaped:
+		return stepReapFailed
+	case t.to == driver.StatusFailed && t.errored:
+		return stepFailed
+	}
+	return stepIllegal
+}
+
+func terminal(s driver.JobStatus) bool {
+	return s == driver.StatusDone || s == driver.StatusFailed || s == driver.StatusCancelled
+}
+
+// checker holds what the walk over the audit learns, for the cross-checks.
+type checker struct {
+	res     *Result
+	l       *ledger
+	claimed map[ref]bool
+	ended   map[ref]step // how each claimed attempt stopped running
+}
+
+// check compares the ledger, the audit and the final rows and fills res.
+// The load is over: the ledger's lock is held only for form's sake.
+func (s *soak) check(res *Result, jobs []*driver.JobRow, audit map[int64][]transition, before, after deadlockReading) {
+	l := s.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := &checker{res: res, l: l, claimed: map[ref]bool{}, ended: map[ref]step{}}
+
+	final := make(map[int64]*driver.JobRow, len(jobs))
+	for _, j := range jobs {
+		final[j.ID] = j
+		switch j.Status {
+		case driver.StatusDone:
+			res.Done++
+		case driver.StatusFailed:
+			res.Failed++
+		case driver.StatusCancelled:
+			res.Cancelled++
+		default:
+			res.Lost++
+			c.problem("job %d is still %s after the drain", j.ID, j.Status)
+		}
+		if _, ok := l.jobs[j.ID]; !ok {
+			c.problem("job %d is in the table, but the soak never enqueued it", j.ID)
+		}
+		c.walk(j, audit[j.ID])
+		c.final(j)
+	}
+	for id := range l.jobs {
+		if final[id] == nil {
+			res.Lost++
+			c.problem("job %d was enqueued and is gone", id)
+		}
+	}
+	for id := range audit {
+		if final[id] == nil {
+			c.problem("the audit has changes of job %d, which is not in the table", id)
+		}
+	}
+	c.crossCheck()
+
+	res.JobsEnqueued = len(l.jobs)
+	res.RunsCreated, res.RunsCancelled, res.EnqueueRefused = len(l.runs), l.runsCancelled, l.enqueueRefused
+	res.JobCancelsRequested, res.JobCancelsApplied = len(l.jobCancelTried), len(l.jobCancelApplied)
+	res.Executions = l.execCount
+	if secs := (res.Load + res.Drain).Seconds(); secs > 0 {
+		res.ExecutionsPerSecond = float64(l.execCount) / secs
+	}
+	res.DeadClaims, res.StaleFinishes, res.StaleFinishesRefused = len(l.deadClaims), l.staleAttempted, l.staleRefused
+	res.DeadlockCounter = after.source
+	if before.counted && after.counted {
+		d := after.value - before.value
+		res.Deadlocks = &d
+		if d > 0 {
+			c.problem("the server counted %d deadlocks during the soak (%s)", d, after.source)
+		}
+	}
+	for _, e := range s.logs.errors() {
+		c.problem("%s", e)
+	}
+	res.RetriedErrors = retriedErrorsLocked(l)
+	res.Problems, res.ProblemCount = l.problems, l.problemCount
+}
+
+func (c *checker) problem(format string, args ...any) {
+	c.l.problemLocked(fmt.Sprintf(format, args...))
+}
+
+// walk follows one job's audited changes from PENDING: each must start
+// where the last ended, a claim must add exactly one attempt and nothing
+// else may change it, and a terminal status is entered once and never left.
+func (c *checker) walk(j *driver.JobRow, trs []transition) {
+	state, attempts, terminals, left := driver.StatusPending, 0, 0, false
+	for _, t := range trs {
+		if t.from != state {
+			c.problem("job %d: audit seq %d changes it from %s, but it was %s", j.ID, t.seq, t.from, state)
+		}
+		if terminal(t.from) {
+			left = true
+		}
+		k := stepOf(t)
+		switch k {
+		case stepIllegal:
+			c.problem("job %d: audit seq %d is an illegal change %s→%s (errored %t, snoozed %t, last error %q)",
+				j.ID, t.seq, t.from, t.to, t.errored, t.snoozed, t.lastErr)
+		case stepClaim:
+			if t.attempts != attempts+1 {
+				c.problem("job %d: claimed at attempt %d after attempt %d", j.ID, t.attempts, attempts)
+			}
+			c.claimed[ref{j.ID, t.attempts}] = true
+			c.res.Claims++
+		default:
+			if t.attempts != attempts {
+				c.problem("job %d: %s changed attempts from %d to %d", j.ID, k, attempts, t.attempts)
+			}
+			if t.from == driver.StatusRunning {
+				c.ended[ref{j.ID, t.attempts}] = k
+			}
+		}
+		c.count(k, t)
+		state, attempts = t.to, t.attempts
+		if terminal(t.to) {
+			terminals++
+		}
+	}
+	if terminals > 1 || left {
+		c.res.DoubleFinished++
+		c.problem("job %d entered a terminal status %d times (left one: %t)", j.ID, terminals, left)
+	}
+	if state != j.Status || attempts != j.Attempts {
+		c.problem("job %d is %s at attempt %d, but its audit ends at %s, attempt %d", j.ID, j.Status, j.Attempts, state, attempts)
+	}
+}
+
+func (c *checker) count(k step, t transition) {
+	switch k {
+	case stepRetry:
+		c.res.Retries++
+	case stepSnooze:
+		c.res.Snoozes++
+	case stepReap:
+		c.res.Reaps++
+	case stepReapFailed:
+		c.res.Reaps++
+		c.res.ReapsToFailed++
+	case stepCancel:
+		if t.from == driver.StatusRunning {
+			c.res.CancelledRunning++
+		}
+	}
+}
+
+// final checks a job's last status against what explains it.
+func (c *checker) final(j *driver.JobRow) {
+	note := c.l.jobs[j.ID]
+	switch j.Status {
+	case driver.StatusDone:
+		if e, ok := c.l.execs[ref{j.ID, j.Attempts}]; !ok || e.outcome != outcomeOK {
+			c.problem("job %d is DONE at attempt %d, but no worker succeeded at that attempt (ledger: %+v)", j.ID, j.Attempts, e)
+		}
+	case driver.StatusFailed:
+		if note.mode != ModeFailAlways && c.ended[ref{j.ID, j.Attempts}] != stepReapFailed {
+			c.problem("job %d (%s) FAILED at attempt %d: %s", j.ID, note.mode, j.Attempts, j.LastError)
+		}
+	case driver.StatusCancelled:
+		if !c.l.jobCancelTried[j.ID] && !(note.runID != 0 && c.l.runCancelTried[note.runID]) {
+			c.problem("job %d is CANCELLED, but the soak cancelled neither it nor its run %d", j.ID, note.runID)
+		}
+	}
+	if c.l.jobCancelApplied[j.ID] && j.Status != driver.StatusCancelled {
+		c.problem("job %d: CancelJob reported it cancelled, but it ended %s", j.ID, j.Status)
+	}
+}
+
+// crossCheck matches the executions and the dead worker's claims against
+// the claims the audit saw, both ways.
+func (c *checker) crossCheck() {
+	for r := range c.l.deadClaims {
+		if !c.claimed[r] {
+			c.problem("the dead worker claimed job %d attempt %d, which the audit never saw claimed", r.id, r.attempt)
+			continue
+		}
+		switch k, ok := c.ended[r]; {
+		case !ok:
+			c.problem("job %d attempt %d, abandoned by the dead worker, never stopped running", r.id, r.attempt)
+		case k == stepReap || k == stepReapFailed || k == stepCancel:
+		default:
+			c.problem("job %d attempt %d, abandoned by the dead worker, ended by %s instead of a reap or cancel", r.id, r.attempt, k)
+		}
+	}
+	for r, e := range c.l.execs {
+		if c.l.deadClaims[r] {
+			c.problem("pool %d ran job %d attempt %d, which the dead worker had claimed", e.pool, r.id, r.attempt)
+		}
+		if !c.claimed[r] {
+			c.problem("pool %d ran job %d attempt %d, which the audit never saw claimed", e.pool, r.id, r.attempt)
+		}
+	}
+	// A claim nobody had committed without the claimer knowing: its job
+	// runs again only after a reap.
+	for r := range c.claimed {
+		if _, ran := c.l.execs[r]; !ran && !c.l.deadClaims[r] {
+			c.problem("job %d attempt %d was claimed, but no worker ran it and the dead worker did not claim it", r.id, r.attempt)
+		}
+	}
+	for r, k := range c.ended {
+		if (k == stepReap || k == stepReapFailed) && !c.l.deadClaims[r] {
+			c.res.LiveReaps++
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package soak
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is what a soak did and found. Counts of statuses and changes come
+// from the database (final rows and the audit), executions from the soak's
+// memory.
+type Result struct {
+	Dialect string `json:"dialect"`
+	Server  string `json:"server"`
+	// SessionIsolation is the pools' session default as the server reports
+	// it; Isolation is what the queue's own transactions were seen to do:
+	// READ COMMITTED (a second read sees a row committed since the first),
+	// REPEATABLE READ (it does not), or SERIALIZABLE (SQLite).
+	SessionIsolation string `json:"session_isolation"`
+	Isolation        string `json:"isolation"`
+	Seed             uint64 `json:"seed"`
+	Pools            int    `json:"pools"`
+	Workers          int    `json:"workers_per_queue"`
+	Queues           int    `json:"queues"`
+
+	Load  time.Duration `json:"-"`
+	Drain time.Duration `json:"-"`
+
+	RunsCreated    int `json:"runs_created"`
+	RunsCancelled  int `json:"runs_cancelled"`
+	JobsEnqueued   int `json:"jobs_enqueued"`
+	EnqueueRefused int `json:"enqueues_refused_run_cancelled"`
+
+	Done      int `json:"done"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+
+	Executions          int     `json:"executions"`
+	ExecutionsPerSecond float64 `json:"executions_per_second"`
+	Claims              int     `json:"claims"`
+	Retries             int     `json:"retries"`
+	Snoozes             int     `json:"snoozes"`
+	Reaps               int     `json:"reaps"`
+	ReapsToFailed       int     `json:"reaps_to_failed"`
+	// LiveReaps are reaps of attempts a live worker held: its heartbeats
+	// stopped reaching the database for ReapAfter. Allowed (the job is run
+	// again), but a sign of a stalled pool.
+	LiveReaps            int `json:"live_reaps"`
+	JobCancelsRequested  int `json:"job_cancels_requested"`
+	JobCancelsApplied    int `json:"job_cancels_applied"`
+	CancelledRunning     int `json:"cancelled_while_running"`
+	DeadClaims           int `json:"dead_worker_claims"`
+	StaleFinishes        int `json:"stale_finishes"`
+	StaleFinishesRefused int `json:"stale_finishes_refused"`
+
+	RetriedErrors []RetriedError `json:"retried_errors"`
+	// Deadlocks is the server's count during the soak; nil where the
+	// database has none (SQLite).
+	Deadlocks       *int64 `json:"deadlocks"`
+	DeadlockCounter string `json:"deadlock_counter"`
+
+	Lost           int      `json:"lost"`
+	DoubleFinished int      `json:"double_finished"`
+	AuditRows      int      `json:"audit_rows"`
+	Problems       []string `json:"problems"`
+	ProblemCount   int      `json:"problem_count"`
+	Notes          []string `json:"notes,omitempty"`
+}
+
+// RetriedError counts the units of work retried after one database error
+// code in one operation.
+type RetriedError struct {
+	Code  string `json:"code"`
+	Kind  string `json:"kind"`
+	Op    string `json:"op"`
+	Count int    `json:"count"`
+}
+
+// MarshalJSON writes the durations in seconds.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	return json.Marshal(struct {
+		*plain
+		LoadSeconds  float64 `json:"load_seconds"`
+		DrainSeconds float64 `json:"drain_seconds"`
+	}{(*plain)(r), r.Load.Seconds(), r.Drain.Seconds()})
+}
+
+// Unexercised names what the soak was meant to exercise and did not: a
+// soak that reaped, retried or cancelled nothing proves little.
+func (r *Result) Unexercised() []string {
+	var out []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{r.Done, "jobs done"}, {r.Retries, "retries"}, {r.Snoozes, "snoozes"}, {r.Reaps, "reaps"},
+		{r.RunsCancelled, "run cancels"}, {r.JobCancelsApplied, "job cancels"}, {r.CancelledRunning, "cancels of running jobs"},
+		{r.StaleFinishesRefused, "refused stale finishes"}, {r.EnqueueRefused, "enqueues refused by a cancelled run"},
+	} {
+		if c.n == 0 {
+			out = append(out, c.what)
+		}
+	}
+	return out
+}
+
+// Table renders the result for people.
+func (r *Result) Table() string {
+	var b strings.Builder
+	_ = r.WriteTable(&b)
+	return b.String()
+}
+
+// WriteTable writes the result as an aligned table.
+func (r *Result) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name, format string, args ...any) {
+		fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{name}, args...)...)
+	}
+	fmt.Fprintf(tw, "lockstep soak: %s %s, isolation %s (sessions %s), seed %d\n", r.Dialect, r.Server, r.Isolation, r.SessionIsolation, r.Seed)
+	row("duration", "%s load + %s drain", r.Load.Round(100*time.Millisecond), r.Drain.Round(100*time.Millisecond))
+	row("pools", "%d × %d workers on each of %d queues", r.Pools, r.Workers, r.Queues)
+	row("runs", "%d created, %d cancelled", r.RunsCreated, r.RunsCancelled)
+	row("jobs enqueued", "%d (%d more refused: run cancelled)", r.JobsEnqueued, r.EnqueueRefused)
+	row("jobs finished", "%d DONE, %d FAILED, %d CANCELLED", r.Done, r.Failed, r.Cancelled)
+	row("executions", "%d (%.1f/s), %d claims", r.Executions, r.ExecutionsPerSecond, r.Claims)
+	row("retries", "%d", r.Retries)
+	row("snoozes", "%d", r.Snoozes)
+	row("reaps", "%d (%d to FAILED, %d of live workers)", r.Reaps, r.ReapsToFailed, r.LiveReaps)
+	row("job cancels", "%d requested, %d applied; %d jobs cancelled while running", r.JobCancelsRequested, r.JobCancelsApplied, r.CancelledRunning)
+	row("dead worker", "%d claims abandoned; %d stale finishes, %d refused", r.DeadClaims, r.StaleFinishes, r.StaleFinishesRefused)
+	row("retried db errors", "%s", retriedText(r.RetriedErrors))
+	if r.Deadlocks != nil {
+		row("server deadlocks", "%d (%s)", *r.Deadlocks, r.DeadlockCounter)
+	} else {
+		row("server deadlocks", "%s", r.DeadlockCounter)
+	}
+	row("lost", "%d", r.Lost)
+	row("double-finished", "%d", r.DoubleFinished)
+	row("audit", "%d status changes", r.AuditRows)
+	if r.ProblemCount == 0 {
+		row("problems", "none")
+	} else {
+		row("problems", "%d", r.ProblemCount)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range r.Problems {
+		if _, err := fmt.Fprintf(w, "  ! %s\n", p); err != nil {
+			return err
+		}
+	}
+	if n := r.ProblemCount - len(r.Problems); n > 0 {
+		fmt.Fprintf(w, "  ! … and %d more\n", n)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	return nil
+}
+
+func retriedText(errs []RetriedError) string {
+	if len(errs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(errs))
+	for i, e := range errs {
+		parts[i] = fmt.Sprintf("%s %s ×%d (%s)", e.Code, e.Kind, e.Count, e.Op)
+	}
+	return strings.Join(parts, ", ")
+}

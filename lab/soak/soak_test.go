@@ -1,0 +1,231 @@
+package soak_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/drivertest"
+	"github.com/lockstep-queue/lockstep/driver/mysql"
+	"github.com/lockstep-queue/lockstep/driver/postgres"
+	"github.com/lockstep-queue/lockstep/driver/sqlite"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/soak"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+// EnvDuration sets the soak's load duration (a Go duration) for a full
+// run: LOCKSTEP_SOAK_DURATION=10m go test -timeout 0 ./lab/soak/
+const EnvDuration = "LOCKSTEP_SOAK_DURATION"
+
+// EnvSeed sets the seed, to replay a run's choices.
+const EnvSeed = "LOCKSTEP_SOAK_SEED"
+
+func soakDuration(t *testing.T) time.Duration {
+	if s := os.Getenv(EnvDuration); s != "" {
+		d, err := time.ParseDuration(s)
+		require.NoError(t, err, EnvDuration)
+		require.Positive(t, d, EnvDuration)
+		return d
+	}
+	if testing.Short() {
+		return 15 * time.Second
+	}
+	return 60 * time.Second
+}
+
+func soakSeed(t *testing.T, def uint64) uint64 {
+	if s := os.Getenv(EnvSeed); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, EnvSeed)
+		return n
+	}
+	return def
+}
+
+type opener = func(ctx context.Context) (driver.Driver, error)
+
+// target is one database and isolation level under test.
+type target struct {
+	name string
+	open func(t *testing.T) opener
+	// session is the level the pools' sessions must report; txLevel the
+	// level the queue's transactions must be seen to run at.
+	session, txLevel string
+}
+
+func targets() []target {
+	return []target{
+		{"MariaDB-ReadCommitted", func(t *testing.T) opener {
+			dsn := testdb.MySQL(t)
+			return func(ctx context.Context) (driver.Driver, error) { return mysql.Open(ctx, dsn) }
+		}, "READ-COMMITTED", "READ COMMITTED"},
+		{"MariaDB-RepeatableRead", func(t *testing.T) opener {
+			dsn := testdb.MySQL(t)
+			return func(ctx context.Context) (driver.Driver, error) {
+				return soak.OpenMySQL(ctx, dsn, sql.LevelRepeatableRead)
+			}
+		}, "REPEATABLE-READ", "REPEATABLE READ"},
+		{"PostgreSQL", func(t *testing.T) opener {
+			u, err := url.Parse(testdb.Postgres(t))
+			require.NoError(t, err)
+			// pgxpool's default of max(4, CPUs) connections would make the
+			// workers queue for connections rather than for rows.
+			q := u.Query()
+			q.Set("pool_max_conns", "24")
+			u.RawQuery = q.Encode()
+			dsn := u.String()
+			return func(ctx context.Context) (driver.Driver, error) { return postgres.Open(ctx, dsn) }
+		}, "read committed", "READ COMMITTED"},
+		{"SQLite", func(t *testing.T) opener {
+			path := filepath.Join(t.TempDir(), "soak.db")
+			return func(ctx context.Context) (driver.Driver, error) { return sqlite.Open(ctx, path) }
+		}, "SERIALIZABLE", "SERIALIZABLE"},
+	}
+}
+
+// TestSoak is the mixed soak on every database. Each subtest asserts that
+// the server counted no deadlock, that no job was lost or finished twice,
+// that every other check held, and that the soak really exercised
+// cancels, reaps, retries, snoozes and stale finishes.
+func TestSoak(t *testing.T) {
+	d := soakDuration(t)
+	for i, tg := range targets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			open := tg.open(t)
+			checkSessionIsolation(t, open, tg.session)
+
+			ctx, cancel := context.WithTimeout(t.Context(), d+5*time.Minute)
+			defer cancel()
+			logs := &testWriter{t: t, prefix: "log: "}
+			res, err := soak.Run(ctx, soak.Config{
+				Open:             open,
+				Duration:         d,
+				Seed:             soakSeed(t, uint64(i+1)),
+				Logger:           slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError})),
+				Progress:         &testWriter{t: t},
+				ProgressInterval: 10 * time.Second,
+			})
+			if res != nil {
+				t.Log("\n" + res.Table())
+			}
+			require.NoError(t, err)
+
+			require.Equal(t, tg.session, res.SessionIsolation)
+			require.Equal(t, tg.txLevel, res.Isolation, "the queue's transactions, as observed")
+			if tg.name != "SQLite" {
+				require.NotNil(t, res.Deadlocks, "a server database has a deadlock counter")
+				require.Zero(t, *res.Deadlocks, "server-counted deadlocks")
+			}
+			require.Zero(t, res.Lost, "lost jobs")
+			require.Zero(t, res.DoubleFinished, "double-finished jobs")
+			require.Zero(t, res.ProblemCount, "problems: %v", res.Problems)
+			require.Equal(t, res.JobsEnqueued, res.Done+res.Failed+res.Cancelled)
+			require.Equal(t, res.StaleFinishes, res.StaleFinishesRefused)
+
+			// A soak that did nothing proves nothing.
+			floor := int(d.Seconds()) * 5
+			require.Greater(t, res.Done, floor, "jobs done")
+			require.Positive(t, res.Failed, "fail-always jobs")
+			require.Positive(t, res.Retries, "retries")
+			require.Positive(t, res.Snoozes, "snoozes")
+			require.Positive(t, res.Reaps, "reaps")
+			require.Positive(t, res.RunsCancelled, "run cancels")
+			require.Positive(t, res.EnqueueRefused, "enqueues into a cancelled run, refused")
+			require.Positive(t, res.JobCancelsApplied, "job cancels")
+			require.Positive(t, res.CancelledRunning, "cancels of running jobs")
+			require.Positive(t, res.DeadClaims, "dead worker claims")
+			require.Positive(t, res.StaleFinishesRefused, "refused stale finishes")
+		})
+	}
+}
+
+// checkSessionIsolation checks, on a pool of the target's own, the level
+// its sessions start at. The level of the queue's transactions cannot be
+// read this way (on MariaDB both @@tx_isolation and INNODB_TRX report the
+// session's level inside a transaction begun with SET TRANSACTION): the
+// soak observes it by behaviour, and the test checks Result.Isolation.
+func checkSessionIsolation(t *testing.T, open opener, want string) {
+	t.Helper()
+	ctx := t.Context()
+	drv, err := open(ctx)
+	require.NoError(t, err)
+	defer drv.Close()
+	var q string
+	switch drv.Dialect() {
+	case "mysql":
+		q = "SELECT @@tx_isolation" // MariaDB 10.x; @@transaction_isolation arrives in 11.1
+	case "postgres":
+		q = "SHOW transaction_isolation"
+	default:
+		return
+	}
+	var session string
+	require.NoError(t, drv.DB().QueryRowContext(ctx, q).Scan(&session))
+	require.Equal(t, want, session, "session isolation")
+}
+
+func TestRefusesADatabaseWithJobs(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "used.db")
+	drv, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	defer drv.Close()
+	drivertest.Migrate(t, drv)
+	c, err := lockstep.NewClient(drv, lockstep.Config{})
+	require.NoError(t, err)
+	_, err = c.Enqueue(ctx, soak.Args{Mode: soak.ModeOK}, nil)
+	require.NoError(t, err)
+
+	res, err := soak.Run(ctx, soak.Config{
+		Open:     func(ctx context.Context) (driver.Driver, error) { return sqlite.Open(ctx, path) },
+		Duration: time.Second,
+	})
+	require.Nil(t, res)
+	require.ErrorContains(t, err, "scratch database")
+	var n int
+	require.NoError(t, drv.DB().QueryRow("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'lockstep_soak%'").Scan(&n))
+	require.Zero(t, n, "a refused soak installs nothing")
+}
+
+func TestConfigErrors(t *testing.T) {
+	open := func(context.Context) (driver.Driver, error) { return nil, fmt.Errorf("not called") }
+	for _, tc := range []struct {
+		cfg  soak.Config
+		want string
+	}{
+		{soak.Config{}, "Open is required"},
+		{soak.Config{Open: open, Duration: -time.Second}, "Duration must not be negative"},
+		{soak.Config{Open: open, Pools: -1}, "Pools must be between"},
+		{soak.Config{Open: open, Workers: 100000}, "Workers must be between"},
+	} {
+		res, err := soak.Run(t.Context(), tc.cfg)
+		require.Nil(t, res)
+		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+// testWriter turns the soak's lines into test log lines.
+type testWriter struct {
+	t      *testing.T
+	prefix string
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Log(w.prefix + strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
