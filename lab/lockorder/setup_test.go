@@ -2,9 +2,7 @@ package lockorder_test
 
 import (
 	"context"
-	"database/sql"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,31 +62,12 @@ func loadAlmostDone(t *testing.T, s server) {
 	require.NoError(t, planguard.Load(ctx, s.drv, planguard.AlmostDone()))
 	rep, err := planguard.Check(ctx, s.drv, planguard.Options{})
 	require.NoError(t, err)
-	var failed []string
-	for _, r := range rep.Failed() {
-		failed = append(failed, r.Statement+" "+r.Variant+": "+strings.Join(r.Problems, "; "))
-	}
-	require.Empty(t, failed, "the plans the interleavings rely on")
+	require.Empty(t, rep.FailureLines(), "the plans the interleavings rely on")
 	if s.flavor == lockview.MariaDB {
 		// And the data is the dangerous kind: the seed's cancel, written as
 		// one range UPDATE on these tables, would be planned through the
 		// status-led index here — the order the catalogue's hints prevent.
-		var key sql.NullString
-		rows, err := s.drv.DB().QueryContext(ctx, "EXPLAIN UPDATE lockstep_jobs SET status = 'CANCELLED' WHERE run_id = 1 AND status IN ('PENDING', 'RUNNING')")
-		require.NoError(t, err)
-		cols, err := rows.Columns()
-		require.NoError(t, err)
-		require.True(t, rows.Next())
-		vals := make([]any, len(cols))
-		for i := range vals {
-			vals[i] = new(sql.NullString)
-			if cols[i] == "key" {
-				vals[i] = &key
-			}
-		}
-		require.NoError(t, rows.Scan(vals...))
-		require.NoError(t, rows.Close())
-		require.Equal(t, "lockstep_jobs_heartbeat", key.String, "an unhinted range cancel should pick the status-led index on the almost-done data")
+		requireKey(t, s.drv.DB(), "UPDATE lockstep_jobs SET status = 'CANCELLED' WHERE run_id = 1 AND status IN ('PENDING', 'RUNNING')", "lockstep_jobs_heartbeat")
 	}
 }
 

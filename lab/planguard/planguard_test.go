@@ -40,15 +40,6 @@ func logReport(t *testing.T, rep *planguard.Report) {
 	t.Log("\n" + b.String())
 }
 
-// failures lists failed checks compactly (the raw plans are in the log).
-func failures(rep *planguard.Report) []string {
-	var out []string
-	for _, r := range rep.Failed() {
-		out = append(out, r.Distribution+" "+r.Statement+" "+r.Variant+": "+strings.Join(r.Problems, "; "))
-	}
-	return out
-}
-
 // TestGuard: every catalogue statement is planned as declared under every
 // distribution, on MariaDB and PostgreSQL.
 func TestGuard(t *testing.T) {
@@ -59,7 +50,7 @@ func TestGuard(t *testing.T) {
 			rep, err := planguard.CheckDistributions(context.Background(), drv, planguard.Default(), planguard.Options{})
 			require.NoError(t, err)
 			logReport(t, rep)
-			require.Empty(t, failures(rep))
+			require.Empty(t, rep.FailureLines())
 			checked := map[string]bool{}
 			for _, r := range rep.Results {
 				if r.Skipped == "" {
@@ -98,7 +89,7 @@ func TestGuardCatchesUnhintedWrites(t *testing.T) {
 				planguard.Options{Catalog: broken, Statements: []string{name}})
 			require.NoError(t, err)
 			logReport(t, rep)
-			failed := failures(rep)
+			failed := rep.FailureLines()
 			require.NotEmpty(t, failed, "the guard passed an unhinted %s", name)
 			for _, f := range failed {
 				require.Contains(t, f, "through lockstep_jobs_heartbeat")

@@ -62,3 +62,13 @@ func dash(s string) string {
 	}
 	return s
 }
+
+// FailureLines describes each failed check on one line (distribution,
+// statement, probe, problems), for test messages and logs.
+func (r *Report) FailureLines() []string {
+	var out []string
+	for _, res := range r.Failed() {
+		out = append(out, fmt.Sprintf("%s %s %s: %s", res.Distribution, res.Statement, res.Variant, strings.Join(res.Problems, "; ")))
+	}
+	return out
+}
