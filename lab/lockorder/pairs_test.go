@@ -119,6 +119,11 @@ func pairs() []pair {
 		pair{a: enqueueIntoRun, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
 		pair{a: cancelRunOfPending, b: enqueueIntoRun, bWaits: true, checkEnd: runSettled(runOfPending)},
 		pair{a: cancelRunOfPending, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
+		// Processes doing the same thing at once.
+		pair{a: claim, b: claim, bWaits: false},
+		pair{a: reap, b: reap, bWaits: true, checkEnd: finalIs(running, driver.StatusPending)},
+		pair{a: heartbeat, b: finish(driver.StatusDone, false), bWaits: true, checkEnd: finalIs(running, driver.StatusDone)},
+		pair{a: finish(driver.StatusDone, false), b: heartbeat, bWaits: true, checkEnd: finalIs(running, driver.StatusDone)},
 	)
 }
 
