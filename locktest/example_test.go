@@ -7,6 +7,8 @@ import (
 	"log"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
+
 	"github.com/lockstep-queue/lockstep/locktest"
 	"github.com/lockstep-queue/lockstep/lockview"
 )
