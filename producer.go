@@ -39,8 +39,12 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		if free > 0 && fetchCtx.Err() == nil {
 			jobs, err := c.exec.JobClaim(fetchCtx, &driver.JobClaimParams{Queue: p.queue, Max: free})
 			switch {
-			case err != nil && fetchCtx.Err() == nil:
-				c.logger.Error("lockstep: claim failed", "queue", p.queue, "err", err)
+			case err != nil:
+				// A failed claim took nothing, whatever rows it returned.
+				jobs = nil
+				if fetchCtx.Err() == nil {
+					c.logger.Error("lockstep: claim failed", "queue", p.queue, "err", err)
+				}
 				interval = c.cfg.PollInterval
 			case len(jobs) > 0:
 				interval = c.cfg.MinPollInterval

@@ -45,6 +45,10 @@ func testThreeClients(t *testing.T, newDriver Factory) {
 	createLedger(t, drv)
 	h := &holders{holding: map[int64]string{}}
 	var executions atomic.Int64
+	// runs records every execution by job, so that a job run twice can be
+	// named with its attempts and final row when the count is off.
+	var runsMu sync.Mutex
+	runs := map[int64][]string{}
 
 	enq, err := lockstep.NewClient(drv, lockstep.Config{})
 	require.NoError(t, err)
@@ -65,6 +69,9 @@ func testThreeClients(t *testing.T, newDriver Factory) {
 			h.enter(j.ID, who)
 			defer h.leave(j.ID)
 			executions.Add(1)
+			runsMu.Lock()
+			runs[j.ID] = append(runs[j.ID], fmt.Sprintf("%s@attempt%d", who, j.Attempts))
+			runsMu.Unlock()
 			return insertLedger(ctx, own, j.ID, j.Attempts, who)
 		}))
 		cfg := fastConfig(ws)
@@ -76,7 +83,18 @@ func testThreeClients(t *testing.T, newDriver Factory) {
 		return countWhere(t, drv, "status = ?", "DONE") == jobs
 	})
 	require.Zero(t, h.overlap.Load(), "a job was held by two workers at once")
-	require.EqualValues(t, jobs, executions.Load(), "every job ran exactly once")
+	if n := executions.Load(); n != jobs {
+		runsMu.Lock()
+		for id, by := range runs {
+			if len(by) > 1 {
+				row, err := drv.Executor().JobGet(ctx, id)
+				require.NoError(t, err)
+				t.Errorf("job %d ran %d times (%v); now %s at attempt %d, errors %v", id, len(by), by, row.Status, row.Attempts, row.Errors)
+			}
+		}
+		runsMu.Unlock()
+		t.Fatalf("%d executions for %d jobs: every job must run exactly once", n, jobs)
+	}
 	var rows, distinct int
 	require.NoError(t, drv.DB().QueryRow("SELECT COUNT(*), COUNT(DISTINCT job_id) FROM test_ledger").Scan(&rows, &distinct))
 	require.Equal(t, jobs, rows, "one ledger row per job")

@@ -291,8 +291,12 @@ func (e *Executor) JobClaim(ctx context.Context, p *lsdriver.JobClaimParams) ([]
 			return nil, e.wrap("claim", err)
 		}
 		jobs, err := scanJobs(rows)
+		if err != nil {
+			// The statement did not complete, so nothing was claimed.
+			return nil, e.wrap("claim", err)
+		}
 		slices.SortFunc(jobs, func(a, b *lsdriver.JobRow) int { return cmpInt64(a.ID, b.ID) })
-		return jobs, e.wrap("claim", err)
+		return jobs, nil
 	}
 	// MySQL: no UPDATE ... RETURNING. Lock the rows through the claim index
 	// with SKIP LOCKED, then move them to RUNNING by primary key.

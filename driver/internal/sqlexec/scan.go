@@ -2,6 +2,7 @@ package sqlexec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -139,17 +140,23 @@ func scanJob(rows Rows, extra ...any) (*lsdriver.JobRow, error) {
 	return j, nil
 }
 
+// scanJobs reads every row and reports any error, including one from
+// Close: a single-statement claim may commit when its result set ends, and
+// rows of a statement that failed there were never claimed.
 func scanJobs(rows Rows) ([]*lsdriver.JobRow, error) {
-	defer rows.Close()
 	var out []*lsdriver.JobRow
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
+			rows.Close()
 			return nil, err
 		}
 		out = append(out, j)
 	}
-	return out, rows.Err()
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func scanRun(rows Rows) (*lsdriver.RunRow, error) {
