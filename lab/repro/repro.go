@@ -1,0 +1,313 @@
+// Package repro is the second seed's two-session reproduction, scripted:
+// session A holds PRIMARY 300 with a locking read and then claims it;
+// session B cancels run 3; the lock wait is confirmed from the server
+// before A goes on. The result is a timeline like the seed's, ending in
+// error 1213 for the unsafe variants and in no error for the fix.
+package repro
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/lockstep-queue/lockstep/lab/seed"
+	"github.com/lockstep-queue/lockstep/locktest"
+	"github.com/lockstep-queue/lockstep/lockview"
+)
+
+// Options choose the variant reproduced.
+type Options struct {
+	Cancel seed.Cancel
+	Claim  seed.Claim
+	// Isolation of both sessions; default REPEATABLE READ, as in the seed.
+	Isolation sql.IsolationLevel
+	// Keep leaves the scratch table in place afterwards.
+	Keep bool
+}
+
+// Step is one line of the timeline.
+type Step struct {
+	N         int
+	Session   string // "A" (the claim) or "B" (the cancel)
+	Statement string
+	Result    string
+}
+
+// Result is the timeline and what it came to.
+type Result struct {
+	Steps []Step
+	// Deadlock is true when either session got error 1213; Victim names
+	// which ("A" or "B").
+	Deadlock bool
+	Victim   string
+	// Plans are the indexes the server chose for the claim and the cancel
+	// (EXPLAIN before the run): the reason for what happened.
+	ClaimKey, CancelKey string
+}
+
+// held is the attempt both sessions want: run 3's second PENDING attempt.
+const held = int64(300)
+
+type recorder struct {
+	mu    sync.Mutex
+	steps []Step
+}
+
+func (r *recorder) add(session, stmt, result string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, Step{N: len(r.steps) + 1, Session: session, Statement: stmt, Result: result})
+	return len(r.steps) - 1
+}
+
+func (r *recorder) set(i int, result string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps[i].Result = result
+}
+
+// Run creates the seed's table in db's database, loads the seed's data,
+// and plays the two sessions. observer is another pool on the same
+// database, used only to read the lock tables (PROCESS privilege).
+func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, error) {
+	if opts.Isolation == sql.LevelDefault {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	flavor, err := lockview.Detect(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if flavor == lockview.Postgres {
+		return nil, errors.New("repro: the seed's deadlock is InnoDB's (index-record locks); point --dsn at MySQL or MariaDB")
+	}
+	if err := seed.Create(ctx, db); err != nil {
+		return nil, err
+	}
+	if !opts.Keep {
+		defer func() { _ = seed.Drop(context.WithoutCancel(ctx), db) }()
+	}
+	if opts.Cancel.Setup != "" {
+		if _, err := db.ExecContext(ctx, opts.Cancel.Setup); err != nil {
+			return nil, fmt.Errorf("repro: %s: %w", opts.Cancel.Name, err)
+		}
+	}
+	if err := seed.Load(ctx, db, seed.SeedData()); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	claimSQL := seed.Stmt{SQL: opts.Claim.SQL, Args: []any{held}}
+	if res.ClaimKey, err = explainKey(ctx, db, claimSQL); err != nil {
+		return nil, err
+	}
+	cancelPlan := opts.Cancel.Range
+	if cancelPlan == "" {
+		cancelPlan = opts.Cancel.ByID
+	}
+	if res.CancelKey, err = explainKey(ctx, db, seed.Stmt{SQL: cancelPlan, Args: []any{int64(seed.Target)}}); err != nil {
+		return nil, err
+	}
+
+	rec := &recorder{}
+	var bMu sync.Mutex
+	bCurrent, bDone := -1, false
+	txOpts := &sql.TxOptions{Isolation: opts.Isolation}
+
+	a := func(ctx context.Context, pause func()) error {
+		tx, err := db.BeginTx(ctx, txOpts)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		lock := fmt.Sprintf("BEGIN; SELECT id FROM attempt WHERE id=%d FOR UPDATE", held)
+		var id int64
+		if err := tx.QueryRowContext(ctx, "SELECT id FROM attempt WHERE id = ? FOR UPDATE", held).Scan(&id); err != nil {
+			rec.add("A", lock, describe(err))
+			return err
+		}
+		rec.add("A", lock, "1 row (holds PRIMARY 300)")
+		pause()
+		bMu.Lock()
+		if !bDone && bCurrent >= 0 {
+			rec.set(bCurrent, "waits")
+		}
+		bMu.Unlock()
+		n, err := exec(ctx, tx, claimSQL)
+		if err != nil {
+			rec.add("A", claimSQL.Text(), describe(err))
+			return err
+		}
+		rec.add("A", claimSQL.Text(), rowsWord(n))
+		if err := tx.Commit(); err != nil {
+			rec.add("A", "COMMIT", describe(err))
+			return err
+		}
+		rec.add("A", "COMMIT", "ok")
+		return nil
+	}
+	b := func(ctx context.Context) error {
+		defer func() {
+			bMu.Lock()
+			bDone = true
+			bMu.Unlock()
+		}()
+		tx, err := db.BeginTx(ctx, txOpts)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		stmts, err := opts.Cancel.Statements(ctx, tx, int64(seed.Target))
+		if err != nil {
+			return err
+		}
+		if opts.Cancel.Range == "" {
+			var ids []string
+			for _, s := range stmts {
+				ids = append(ids, fmt.Sprint(s.Args[0]))
+			}
+			rec.add("B", "BEGIN; "+strings.Replace(opts.Cancel.SelectIDs, "?", fmt.Sprint(seed.Target), 1), fmt.Sprintf("%d rows: %s (no locks)", len(stmts), strings.Join(ids, ", ")))
+		}
+		for i, s := range stmts {
+			text := s.Text()
+			if i == 0 && opts.Cancel.Range != "" {
+				text = "BEGIN; " + text
+			}
+			bMu.Lock()
+			bCurrent = rec.add("B", text, "…")
+			step := bCurrent
+			bMu.Unlock()
+			n, err := exec(ctx, tx, s)
+			if err != nil {
+				rec.set(step, rec.resultOf(step, describe(err)))
+				return err
+			}
+			rec.set(step, rec.resultOf(step, rowsWord(n)))
+		}
+		if err := tx.Commit(); err != nil {
+			rec.add("B", "COMMIT", describe(err))
+			return err
+		}
+		rec.add("B", "COMMIT", "ok")
+		return nil
+	}
+	out, err := locktest.Interleave(ctx, observer, flavor, a, b)
+	if err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
+	}
+	if len(out.Waits) > 0 {
+		w := out.Waits[0]
+		for i, s := range rec.steps {
+			if s.Result == "waits" || strings.HasPrefix(s.Result, "waits, then") {
+				rec.steps[i].Result = strings.Replace(s.Result, "waits", fmt.Sprintf("waits for %s %s %s (seen in the server's lock table)", w.Index, w.Mode, w.Data), 1)
+			}
+		}
+	}
+	for _, pair := range []struct {
+		who string
+		err error
+	}{{"A", out.ErrA}, {"B", out.ErrB}} {
+		if isDeadlock(pair.err) {
+			res.Deadlock, res.Victim = true, pair.who
+		} else if pair.err != nil {
+			return nil, fmt.Errorf("repro: session %s: %w", pair.who, pair.err)
+		}
+	}
+	res.Steps = rec.steps
+	return res, nil
+}
+
+// resultOf appends a blocked statement's eventual outcome to "waits".
+func (r *recorder) resultOf(i int, final string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if strings.HasPrefix(r.steps[i].Result, "waits") {
+		return r.steps[i].Result + ", then " + final
+	}
+	return final
+}
+
+func exec(ctx context.Context, tx *sql.Tx, s seed.Stmt) (int64, error) {
+	res, err := tx.ExecContext(ctx, s.SQL, s.Args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func rowsWord(n int64) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
+
+func isDeadlock(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1213
+}
+
+func describe(err error) string {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		if me.Number == 1213 {
+			return "ERROR 1213 (40001): Deadlock found; this transaction was rolled back"
+		}
+		return fmt.Sprintf("ERROR %d: %s", me.Number, me.Message)
+	}
+	return "error: " + err.Error()
+}
+
+func explainKey(ctx context.Context, db *sql.DB, s seed.Stmt) (string, error) {
+	rows, err := db.QueryContext(ctx, "EXPLAIN "+s.SQL, s.Args...)
+	if err != nil {
+		return "", fmt.Errorf("repro: explain: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	if !rows.Next() {
+		return "", fmt.Errorf("repro: explain returned nothing for %s", s.Text())
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return "", err
+	}
+	for i, c := range cols {
+		if c == "key" {
+			return vals[i].String, nil
+		}
+	}
+	return "", errors.New("repro: EXPLAIN has no key column")
+}
+
+// WriteText prints the timeline as the seed does.
+func (r *Result) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "plans: claim finds attempt 300 through %s; cancel finds run 3's attempts through %s\n\n", r.ClaimKey, r.CancelKey)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tSESSION\tSTATEMENT\tRESULT")
+	for _, s := range r.Steps {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.N, s.Session, s.Statement, s.Result)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.Deadlock {
+		who := map[string]string{"A": "the claim", "B": "the cancel"}[r.Victim]
+		_, err := fmt.Fprintf(w, "\ndeadlock: InnoDB rolled back session %s (%s)\n", r.Victim, who)
+		return err
+	}
+	_, err := fmt.Fprintln(w, "\nno deadlock: the session that came second waited on PRIMARY and went on")
+	return err
+}
