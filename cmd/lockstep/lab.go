@@ -12,7 +12,9 @@ func newLabCmd(c *cli) *cobra.Command {
 lockstep statement follows.
 
   catalog    print every statement with its access path and what it locks
+  explain    EXPLAIN a statement on the seed's table under its distributions
   planguard  EXPLAIN every statement and check it takes its declared path
+  repro      reproduce the seed's deadlock step by step, on its own table
   soak       run worker pools, enqueuers, cancellers and a dead worker at
              once against a scratch database, then check that the server
              counted no deadlock and that no job was lost or finished twice`,
@@ -21,7 +23,9 @@ lockstep statement follows.
 	}
 	cmd.AddCommand(
 		newLabCatalogCmd(c),
+		newLabExplainCmd(c),
 		newLabPlanguardCmd(c),
+		newLabReproCmd(c),
 		newLabSoakCmd(c),
 	)
 	return cmd

@@ -264,32 +264,11 @@ func describe(err error) string {
 }
 
 func explainKey(ctx context.Context, db *sql.DB, s seed.Stmt) (string, error) {
-	rows, err := db.QueryContext(ctx, "EXPLAIN "+s.SQL, s.Args...)
+	plan, err := seed.Explain(ctx, db, s)
 	if err != nil {
-		return "", fmt.Errorf("repro: explain: %w", err)
+		return "", fmt.Errorf("repro: %w", err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return "", err
-	}
-	if !rows.Next() {
-		return "", fmt.Errorf("repro: explain returned nothing for %s", s.Text())
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return "", err
-	}
-	for i, c := range cols {
-		if c == "key" {
-			return vals[i].String, nil
-		}
-	}
-	return "", errors.New("repro: EXPLAIN has no key column")
+	return plan["key"], nil
 }
 
 // WriteText prints the timeline as the seed does.

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/internal/testdb"
+)
+
+func TestLabRepro(t *testing.T) {
+	dsn := mysqlURL(t, testdb.MySQL(t))
+
+	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "repro", "--variant", "range-status", "--claim-plan", "primary")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "waits for PRIMARY X 300")
+	require.Regexp(t, `(?m)^3\s+A\s+UPDATE attempt FORCE INDEX \(PRIMARY\) SET status='RUNNING' WHERE id=300 .*ERROR 1213`, out)
+	require.Contains(t, out, "deadlock: InnoDB rolled back session A (the claim)")
+
+	code, out, errOut = runCLI(t, "--dsn", dsn, "lab", "repro", "--variant", "ids-then-primary", "--claim-plan", "primary", "--isolation", "read-committed")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "2 rows: 299, 300 (no locks)")
+	require.NotContains(t, out, "ERROR 1213")
+	require.Contains(t, out, "no deadlock")
+
+	code, _, errOut = runCLI(t, "--dsn", dsn, "lab", "repro", "--variant", "hopeful")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `no cancel variant "hopeful"`)
+}
+
+func TestLabExplain(t *testing.T) {
+	dsn := mysqlURL(t, testdb.MySQL(t))
+	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "explain", "--distribution", "tail:500:3")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^run 3 fresh: 100 PENDING.*\s+range\s+idx_run\s+100\s`, out)
+	require.Regexp(t, `(?m)^run 3: 2 PENDING / 998 DONE.*\s+range\s+idx_status\s+3\s`, out)
+	require.Regexp(t, `(?m)^tail\s+range\s+idx_status\s`, out)
+
+	code, _, errOut = runCLI(t, "--dsn", dsn, "lab", "explain", "--distribution", "bad")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "NAME:RUNSIZE:PENDING")
+}

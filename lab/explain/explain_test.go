@@ -1,0 +1,47 @@
+package explain_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/explain"
+	"github.com/lockstep-queue/lockstep/lab/seed"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+// TestSeedDistributions: the seed's EXPLAIN section, reproduced — the
+// cancel takes idx_run for a fresh run and idx_status once the run is
+// almost done.
+func TestSeedDistributions(t *testing.T) {
+	db, err := sql.Open("mysql", testdb.MySQL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = seed.ParseDistribution("run 3: 3 PENDING / 497 DONE:500:3")
+	require.Error(t, err, "a name with colons is ambiguous")
+	tail, err := seed.ParseDistribution("tail:500:3")
+	require.NoError(t, err)
+
+	rows, err := explain.Run(context.Background(), db, explain.DefaultStatement, append(seed.Distributions(), tail), false)
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, explain.WriteText(&b, explain.DefaultStatement, rows))
+	t.Log("\n" + b.String())
+	require.Len(t, rows, 5)
+	require.Equal(t, "idx_status", rows[0].Key, "the seed's own table")
+	require.Equal(t, "idx_run", rows[1].Key, "a fresh run")
+	require.Equal(t, "idx_status", rows[2].Key, "5 PENDING / 95 DONE")
+	require.Equal(t, "idx_status", rows[3].Key, "2 PENDING / 998 DONE")
+	require.Equal(t, "idx_status", rows[4].Key, "the added distribution")
+
+	var n int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'attempt'").Scan(&n))
+	require.Zero(t, n, "the scratch table is dropped afterwards")
+}
