@@ -139,7 +139,7 @@ func pause(ctx context.Context) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("lockview: no lock wait became visible: %w", ctx.Err())
+		return fmt.Errorf("lockview: gave up waiting: %w", ctx.Err())
 	case <-t.C:
 		return nil
 	}
@@ -200,3 +200,93 @@ LEFT JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
 LEFT JOIN LATERAL (SELECT t.relation, t.page, t.tuple FROM pg_locks t WHERE t.pid = a.pid AND t.locktype = 'tuple' LIMIT 1) tl ON true
 WHERE a.wait_event_type = 'Lock' AND a.datname = current_database()
 ORDER BY a.pid`
+
+// Lock is one lock in the server's lock table.
+type Lock struct {
+	// Trx is the transaction id (MySQL/MariaDB) or the virtual transaction
+	// (PostgreSQL); Session the thread id or pid.
+	Trx     string
+	Session int64
+	Table   string
+	Index   string
+	// Mode is the server's word (X, S, "X,REC_NOT_GAP", RowExclusiveLock).
+	Mode string
+	// Granted is false for a lock being waited for.
+	Granted bool
+	// Data names the record (the index key on InnoDB, the tuple on
+	// PostgreSQL).
+	Data string
+}
+
+// LocksNote says what the lock table can show on each server.
+func LocksNote(f Flavor) string {
+	switch f {
+	case MariaDB:
+		return "MariaDB's information_schema.INNODB_LOCKS lists only locks that are part of a wait: locks no one waits for are not shown"
+	case MySQL:
+		return "from performance_schema.data_locks: every lock InnoDB holds or waits for"
+	default:
+		return "from pg_locks: relation, tuple and transaction locks of sessions in this database"
+	}
+}
+
+// Locks returns the lock table of the current database's sessions. On
+// MariaDB it first waits PollInterval, so that its read comes more than
+// 0.1 s after any earlier one and refreshes the cache instead of returning
+// locks that may be gone.
+func Locks(ctx context.Context, db *sql.DB, f Flavor) ([]Lock, error) {
+	var q string
+	switch f {
+	case MariaDB:
+		if err := pause(ctx); err != nil {
+			return nil, err
+		}
+		q = mariadbLocks
+	case MySQL:
+		q = mysqlLocks
+	case Postgres:
+		q = postgresLocks
+	default:
+		return nil, fmt.Errorf("lockview: unknown flavor %q", f)
+	}
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []Lock
+	for rows.Next() {
+		var l Lock
+		if err := rows.Scan(&l.Trx, &l.Session, &l.Table, &l.Index, &l.Mode, &l.Granted, &l.Data); err != nil {
+			return nil, fmt.Errorf("lockview: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
+}
+
+const mariadbLocks = `SELECT CAST(l.lock_trx_id AS CHAR), COALESCE(t.trx_mysql_thread_id, 0), l.lock_table, COALESCE(l.lock_index, ''), l.lock_mode,
+  NOT EXISTS (SELECT 1 FROM information_schema.INNODB_LOCK_WAITS w WHERE w.requested_lock_id = l.lock_id),
+  COALESCE(l.lock_data, '')
+FROM information_schema.INNODB_LOCKS l
+LEFT JOIN information_schema.INNODB_TRX t ON t.trx_id = l.lock_trx_id
+ORDER BY l.lock_trx_id, l.lock_index, l.lock_data`
+
+const mysqlLocks = `SELECT CAST(l.engine_transaction_id AS CHAR), COALESCE(t.trx_mysql_thread_id, 0), CONCAT(l.object_schema, '.', l.object_name),
+  COALESCE(l.index_name, ''), l.lock_mode, l.lock_status = 'GRANTED', COALESCE(l.lock_data, '')
+FROM performance_schema.data_locks l
+LEFT JOIN information_schema.INNODB_TRX t ON t.trx_id = l.engine_transaction_id
+WHERE l.object_schema = DATABASE()
+ORDER BY l.engine_transaction_id, l.index_name, l.lock_data`
+
+const postgresLocks = `SELECT COALESCE(l.virtualtransaction, ''), l.pid, COALESCE(l.relation::regclass::text, ''), '', l.mode, l.granted,
+  CASE WHEN l.locktype = 'tuple' THEN 'tuple (' || l.page || ',' || l.tuple || ')'
+       WHEN l.locktype = 'transactionid' THEN 'transaction ' || l.transactionid
+       ELSE l.locktype END
+FROM pg_locks l
+JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE a.datname = current_database() AND l.pid <> pg_backend_pid() AND l.locktype IN ('relation', 'tuple', 'transactionid')
+ORDER BY l.pid, l.locktype, l.relation`

@@ -73,6 +73,26 @@ func TestWaitsShowsARowLockWait(t *testing.T) {
 				require.Equal(t, "X", w.Mode)
 				require.Equal(t, "1", w.Data)
 			}
+			// The lock table at the same moment: the holder's lock granted,
+			// the waiter's not, on the same row.
+			locks, err := lockview.Locks(ctx, db, f)
+			require.NoError(t, err)
+			var granted, waiting int
+			for _, l := range locks {
+				t.Logf("lock: %+v", l)
+				if l.Granted {
+					granted++
+				} else {
+					waiting++
+				}
+				if f == lockview.MariaDB {
+					require.Equal(t, "PRIMARY", l.Index)
+					require.Equal(t, "1", l.Data)
+				}
+			}
+			require.Positive(t, granted)
+			require.Equal(t, 1, waiting)
+			require.NotEmpty(t, lockview.LocksNote(f))
 			require.NoError(t, holder.Commit())
 			require.NoError(t, <-done)
 			require.Eventually(t, func() bool {

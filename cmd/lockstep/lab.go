@@ -13,6 +13,7 @@ lockstep statement follows.
 
   catalog    print every statement with its access path and what it locks
   explain    EXPLAIN a statement on the seed's table under its distributions
+  locks      print the lock table while the seed's cancel waits, or now
   planguard  EXPLAIN every statement and check it takes its declared path
   repro      reproduce the seed's deadlock step by step, on its own table
   soak       run worker pools, enqueuers, cancellers and a dead worker at
@@ -24,6 +25,7 @@ lockstep statement follows.
 	cmd.AddCommand(
 		newLabCatalogCmd(c),
 		newLabExplainCmd(c),
+		newLabLocksCmd(c),
 		newLabPlanguardCmd(c),
 		newLabReproCmd(c),
 		newLabSoakCmd(c),

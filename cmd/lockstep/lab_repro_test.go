@@ -40,3 +40,19 @@ func TestLabExplain(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "NAME:RUNSIZE:PENDING")
 }
+
+func TestLabLocks(t *testing.T) {
+	dsn := mysqlURL(t, testdb.MySQL(t))
+	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "locks", "--variant", "range-status")
+	require.Equal(t, 0, code, errOut)
+	// The seed's lock table: the claim holds PRIMARY 300, the cancel waits
+	// for it; MariaDB shows only the locks in the wait, and says so.
+	require.Regexp(t, `(?m)\s+PRIMARY\s+X\s+GRANTED\s+300$`, out)
+	require.Regexp(t, `(?m)\s+PRIMARY\s+X\s+WAITING\s+300$`, out)
+	require.Contains(t, out, "lists only locks that are part of a wait")
+	require.Contains(t, out, "ERROR 1213")
+
+	code, out, errOut = runCLI(t, "--dsn", dsn, "lab", "locks", "--live")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "(no locks)")
+}

@@ -30,6 +30,9 @@ type Options struct {
 	Isolation sql.IsolationLevel
 	// Keep leaves the scratch table in place afterwards.
 	Keep bool
+	// WhileWaiting, when set, is called once B's lock wait has been seen
+	// and before A goes on: the moment the seed reads its lock table.
+	WhileWaiting func(ctx context.Context) error
 }
 
 // Step is one line of the timeline.
@@ -133,6 +136,12 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 		}
 		rec.add("A", lock, "1 row (holds PRIMARY 300)")
 		pause()
+		if opts.WhileWaiting != nil {
+			// B is still blocked: A has not gone on.
+			if err := opts.WhileWaiting(ctx); err != nil {
+				return fmt.Errorf("while waiting: %w", err)
+			}
+		}
 		bMu.Lock()
 		if !bDone && bCurrent >= 0 {
 			rec.set(bCurrent, "waits")
