@@ -15,6 +15,7 @@ lockstep statement follows.
   explain    EXPLAIN a statement on the seed's table under its distributions
   locks      print the lock table while the seed's cancel waits, or now
   planguard  EXPLAIN every statement and check it takes its declared path
+  race       race the seed's claim against its cancel for N rounds, count deadlocks
   repro      reproduce the seed's deadlock step by step, on its own table
   soak       run worker pools, enqueuers, cancellers and a dead worker at
              once against a scratch database, then check that the server
@@ -27,6 +28,7 @@ lockstep statement follows.
 		newLabExplainCmd(c),
 		newLabLocksCmd(c),
 		newLabPlanguardCmd(c),
+		newLabRaceCmd(c),
 		newLabReproCmd(c),
 		newLabSoakCmd(c),
 	)

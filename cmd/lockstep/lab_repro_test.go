@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -55,4 +57,23 @@ func TestLabLocks(t *testing.T) {
 	code, out, errOut = runCLI(t, "--dsn", dsn, "lab", "locks", "--live")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "(no locks)")
+}
+
+func TestLabRace(t *testing.T) {
+	dsn := mysqlURL(t, testdb.MySQL(t))
+	out := t.TempDir()
+	code, stdout, errOut := runCLI(t, "--dsn", dsn, "lab", "race", "--variant", "ids-then-primary", "--claim-plan", "primary", "--rounds", "5", "--out", out)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^ids-then-primary\s+primary\s+5\s+0\s+none\s`, stdout)
+	csv, err := os.ReadFile(filepath.Join(out, "race.csv"))
+	require.NoError(t, err)
+	require.Contains(t, string(csv), "ids-then-primary,primary,5,0,0,0,0,")
+	svg, err := os.ReadFile(filepath.Join(out, "race.svg"))
+	require.NoError(t, err)
+	require.Contains(t, string(svg), "<svg")
+	require.Contains(t, string(svg), "ids-then-primary × claim primary")
+
+	code, _, errOut = runCLI(t, "--dsn", "sqlite://"+filepath.Join(out, "x.db"), "lab", "race")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "point --dsn at MySQL or MariaDB")
 }
