@@ -80,6 +80,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newMigrateCmd(c),
 		newDemoCmd(c),
 		newLabCmd(c),
+		newDeadlockCmd(c),
 	)
 	return root
 }
