@@ -11,6 +11,7 @@ func newLabCmd(c *cli) *cobra.Command {
 		Long: `The lock-order lab: tools that prove and explore the lock order every
 lockstep statement follows.
 
+  audit      flag statements of yours whose lock paths can cross
   catalog    print every statement with its access path and what it locks
   explain    EXPLAIN a statement on the seed's table under its distributions
   locks      print the lock table while the seed's cancel waits, or now
@@ -24,6 +25,7 @@ lockstep statement follows.
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(
+		newLabAuditCmd(c),
 		newLabCatalogCmd(c),
 		newLabExplainCmd(c),
 		newLabLocksCmd(c),

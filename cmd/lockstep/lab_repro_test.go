@@ -77,3 +77,17 @@ func TestLabRace(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "point --dsn at MySQL or MariaDB")
 }
+
+func TestLabAudit(t *testing.T) {
+	dsn := mysqlURL(t, testdb.MySQL(t))
+	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "audit", "../../examples/seed-attempt")
+	require.Equal(t, 1, code, "findings exit 1")
+	require.Contains(t, errOut, "lock paths can cross")
+	require.Contains(t, out, "claim × cancel can deadlock on attempt.idx_status")
+	require.Contains(t, out, "FORCE INDEX (PRIMARY)")
+	require.Contains(t, out, "non-locking SELECT")
+
+	code, _, errOut = runCLI(t, "--dsn", dsn, "lab", "audit", t.TempDir())
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "needs a statements.sql")
+}
