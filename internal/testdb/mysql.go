@@ -95,6 +95,10 @@ func launchMySQL(dir, mariadbd, installDB string) (*server, error) {
 	installArgs := append([]string{
 		"--no-defaults",
 		"--datadir=" + dataDir,
+		// Our own tmpdir: a bootstrap sweeps #sql temp files from its
+		// tmpdir, and two test binaries installing at once in /tmp removed
+		// each other's ("Could not remove temporary table", error 1051).
+		"--tmpdir=" + tmpDir,
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 		"--skip-name-resolve",
