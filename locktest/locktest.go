@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/internal/sqlrows"
 	"github.com/lockstep-queue/lockstep/lockview"
 )
 
@@ -107,33 +108,15 @@ func planIndexes(ctx context.Context, db *sql.DB, f lockview.Flavor, query strin
 		}
 		return out, rows.Err()
 	}
-	rows, err := db.QueryContext(ctx, "EXPLAIN "+query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
+	plan, err := sqlrows.Maps(ctx, db, "EXPLAIN "+query, args...)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
+	for _, m := range plan {
+		if m["key"] != "" {
+			out = append(out, m["key"])
 		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		for i, c := range cols {
-			if c == "key" && vals[i].Valid {
-				out = append(out, vals[i].String)
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no index in the plan (a full scan)")

@@ -66,16 +66,9 @@ func Detect(ctx context.Context, db *sql.DB) (Flavor, error) {
 // InnoDB refreshes only after 0.1 s without readers: poll no faster than
 // PollInterval or it never refreshes.
 func Waits(ctx context.Context, db *sql.DB, f Flavor) ([]Wait, error) {
-	var q string
-	switch f {
-	case MariaDB:
-		q = mariadbWaits
-	case MySQL:
-		q = mysqlWaits
-	case Postgres:
-		q = postgresWaits
-	default:
-		return nil, fmt.Errorf("lockview: unknown flavor %q", f)
+	q, err := pick(f, mariadbWaits, mysqlWaits, postgresWaits)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
@@ -96,6 +89,19 @@ func Waits(ctx context.Context, db *sql.DB, f Flavor) ([]Wait, error) {
 		return nil, classify(err)
 	}
 	return out, nil
+}
+
+// pick chooses the flavor's form of a query.
+func pick(f Flavor, mariadb, mysql, postgres string) (string, error) {
+	switch f {
+	case MariaDB:
+		return mariadb, nil
+	case MySQL:
+		return mysql, nil
+	case Postgres:
+		return postgres, nil
+	}
+	return "", fmt.Errorf("lockview: unknown flavor %q", f)
 }
 
 // PollInterval is how often WaitFor looks: slower than MariaDB's 0.1 s
@@ -235,19 +241,14 @@ func LocksNote(f Flavor) string {
 // 0.1 s after any earlier one and refreshes the cache instead of returning
 // locks that may be gone.
 func Locks(ctx context.Context, db *sql.DB, f Flavor) ([]Lock, error) {
-	var q string
-	switch f {
-	case MariaDB:
+	q, err := pick(f, mariadbLocks, mysqlLocks, postgresLocks)
+	if err != nil {
+		return nil, err
+	}
+	if f == MariaDB {
 		if err := pause(ctx); err != nil {
 			return nil, err
 		}
-		q = mariadbLocks
-	case MySQL:
-		q = mysqlLocks
-	case Postgres:
-		q = postgresLocks
-	default:
-		return nil, fmt.Errorf("lockview: unknown flavor %q", f)
 	}
 	rows, err := db.QueryContext(ctx, q)
 	if err != nil {

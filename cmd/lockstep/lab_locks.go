@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep/lab/repro"
-	"github.com/lockstep-queue/lockstep/lab/seed"
 	"github.com/lockstep-queue/lockstep/lockview"
 )
 
@@ -48,15 +47,7 @@ need the PROCESS privilege.`,
 				}
 				return writeLocks(c.stdout, flavor, locks)
 			}
-			cancel, err := seed.LookupCancel(variant)
-			if err != nil {
-				return err
-			}
-			claim, err := seed.LookupClaim(claimPlan)
-			if err != nil {
-				return err
-			}
-			level, err := parseIsolation(isolation)
+			opts, err := reproOptions(variant, claimPlan, isolation)
 			if err != nil {
 				return err
 			}
@@ -66,17 +57,16 @@ need the PROCESS privilege.`,
 			}
 			defer func() { _ = observer.Close() }()
 			var snapshot []lockview.Lock
-			res, err := repro.Run(ctx, drv.DB(), observer.DB(), repro.Options{
-				Cancel: cancel, Claim: claim, Isolation: level,
-				WhileWaiting: func(ctx context.Context) error {
-					snapshot, err = lockview.Locks(ctx, observer.DB(), flavor)
-					return err
-				},
-			})
+			opts.WhileWaiting = func(ctx context.Context) error {
+				var err error
+				snapshot, err = lockview.Locks(ctx, observer.DB(), flavor)
+				return err
+			}
+			res, err := repro.Run(ctx, drv.DB(), observer.DB(), opts)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "while session B (the cancel, %s) waits for session A (the claim, holding PRIMARY 300):\n\n", cancel.Name)
+			fmt.Fprintf(c.stdout, "while session B (the cancel, %s) waits for session A (the claim, holding PRIMARY 300):\n\n", opts.Cancel.Name)
 			if err := writeLocks(c.stdout, flavor, snapshot); err != nil {
 				return err
 			}

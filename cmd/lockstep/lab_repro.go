@@ -21,6 +21,23 @@ func parseIsolation(s string) (sql.IsolationLevel, error) {
 	return 0, fmt.Errorf("unknown isolation %q (want read-committed or repeatable-read)", s)
 }
 
+// reproOptions resolves the scenario flags shared by repro and locks.
+func reproOptions(variant, claimPlan, isolation string) (repro.Options, error) {
+	cancel, err := seed.LookupCancel(variant)
+	if err != nil {
+		return repro.Options{}, err
+	}
+	claim, err := seed.LookupClaim(claimPlan)
+	if err != nil {
+		return repro.Options{}, err
+	}
+	level, err := parseIsolation(isolation)
+	if err != nil {
+		return repro.Options{}, err
+	}
+	return repro.Options{Cancel: cancel, Claim: claim, Isolation: level}, nil
+}
+
 func newLabReproCmd(c *cli) *cobra.Command {
 	var variant, claimPlan, isolation string
 	var keep bool
@@ -45,18 +62,11 @@ The table is dropped afterwards (--keep leaves it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cancel, err := seed.LookupCancel(variant)
+			opts, err := reproOptions(variant, claimPlan, isolation)
 			if err != nil {
 				return err
 			}
-			claim, err := seed.LookupClaim(claimPlan)
-			if err != nil {
-				return err
-			}
-			level, err := parseIsolation(isolation)
-			if err != nil {
-				return err
-			}
+			opts.Keep = keep
 			sessions, err := c.openDriver(ctx)
 			if err != nil {
 				return err
@@ -67,11 +77,11 @@ The table is dropped afterwards (--keep leaves it).`,
 				return err
 			}
 			defer func() { _ = observer.Close() }()
-			res, err := repro.Run(ctx, sessions.DB(), observer.DB(), repro.Options{Cancel: cancel, Claim: claim, Isolation: level, Keep: keep})
+			res, err := repro.Run(ctx, sessions.DB(), observer.DB(), opts)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "variant %s (%s), claim plan %s, %s\n", cancel.Name, cancel.About, claim.Name, isolation)
+			fmt.Fprintf(c.stdout, "variant %s (%s), claim plan %s, %s\n", opts.Cancel.Name, opts.Cancel.About, opts.Claim.Name, isolation)
 			return res.WriteText(c.stdout)
 		},
 	}

@@ -12,33 +12,16 @@ import (
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
+	"github.com/lockstep-queue/lockstep/internal/sqlrows"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
-// explainRow is one row of classic EXPLAIN output, by column name.
+// explainRows is classic EXPLAIN output, by column name.
 func explainRows(t *testing.T, db *sql.DB, query string, args ...any) []map[string]string {
 	t.Helper()
-	rows, err := db.Query("EXPLAIN "+query, args...)
+	plan, err := sqlrows.Maps(context.Background(), db, "EXPLAIN "+query, args...)
 	require.NoError(t, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
-	require.NoError(t, err)
-	var out []map[string]string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		require.NoError(t, rows.Scan(ptrs...))
-		m := map[string]string{}
-		for i, c := range cols {
-			m[c] = vals[i].String
-		}
-		out = append(out, m)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return plan
 }
 
 // TestClaimPlan: the claim reads the claim index in its ORDER BY, with no

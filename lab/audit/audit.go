@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/lockstep-queue/lockstep/internal/sqlrows"
 )
 
 // Path is a statement's lock path as the server plans it.
@@ -191,28 +193,11 @@ func runScript(ctx context.Context, db *sql.DB, script string) error {
 // explain returns the index (key) and access type the plan uses for the
 // statement's table.
 func explain(ctx context.Context, db *sql.DB, query, table string) (string, string, error) {
-	rows, err := db.QueryContext(ctx, "EXPLAIN "+query)
+	plan, err := sqlrows.Maps(ctx, db, "EXPLAIN "+query)
 	if err != nil {
 		return "", "", err
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return "", "", err
-	}
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return "", "", err
-		}
-		m := map[string]string{}
-		for i, c := range cols {
-			m[c] = vals[i].String
-		}
+	for _, m := range plan {
 		if strings.EqualFold(m["table"], table) {
 			key := m["key"]
 			if key == "" {
@@ -220,9 +205,6 @@ func explain(ctx context.Context, db *sql.DB, query, table string) (string, stri
 			}
 			return key, m["type"], nil
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return "", "", err
 	}
 	return "(no plan)", "", nil
 }

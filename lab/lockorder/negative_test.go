@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/internal/sqlrows"
 	"github.com/lockstep-queue/lockstep/locktest"
 )
 
@@ -46,25 +47,10 @@ func loadSeed(t *testing.T, db *sql.DB) {
 // picks for the statement on this data.
 func requireKey(t *testing.T, db *sql.DB, query string, want string) {
 	t.Helper()
-	rows, err := db.Query("EXPLAIN " + query)
+	plan, err := sqlrows.Maps(context.Background(), db, "EXPLAIN "+query)
 	require.NoError(t, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
-	require.NoError(t, err)
-	require.True(t, rows.Next())
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	require.NoError(t, rows.Scan(ptrs...))
-	for i, c := range cols {
-		if c == "key" {
-			require.Equal(t, want, vals[i].String, "plan of %s", query)
-			return
-		}
-	}
-	t.Fatalf("EXPLAIN has no key column")
+	require.NotEmpty(t, plan)
+	require.Equal(t, want, plan[0]["key"], "plan of %s", query)
 }
 
 // seedSessionA is the seed's session A: hold PRIMARY 300 with a locking

@@ -117,8 +117,10 @@ type dialect interface {
 	locksIndexRecords() bool
 }
 
+// querier is a *sql.DB or *sql.Tx: EXPLAIN outside or inside a
+// transaction.
 type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 func dialectOf(drv driver.Driver) (dialect, error) {

@@ -30,18 +30,8 @@ func (m mysqlDialect) analyzeClaim(ctx context.Context, db *sql.DB, sqlText stri
 }
 
 func (mysqlDialect) jsonPlan(ctx context.Context, q querier, query string, args []any) (Plan, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return Plan{}, err
-	}
-	defer rows.Close()
 	var raw string
-	if rows.Next() {
-		if err := rows.Scan(&raw); err != nil {
-			return Plan{}, err
-		}
-	}
-	if err := rows.Err(); err != nil {
+	if err := q.QueryRowContext(ctx, query, args...).Scan(&raw); err != nil {
 		return Plan{}, err
 	}
 	var tree any
