@@ -225,6 +225,7 @@ func (c *Client) retryDB(ctx context.Context, op string, fn func(ctx context.Con
 		if c.cfg.OnRetry != nil {
 			c.cfg.OnRetry(op, err)
 		}
+		c.emit(dbRetryEvent(op, err))
 		wait := jitter(time.Duration(1<<min(i, 8))*10*time.Millisecond, 0.5)
 		c.logger.Warn("lockstep: retrying after database error", "op", op, "kind", kind.String(), "try", i, "wait", wait, "err", err)
 		t := time.NewTimer(wait)

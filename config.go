@@ -68,6 +68,11 @@ type Config struct {
 	// serialization failure, busy). Its code is there for errors.As with a
 	// *DBError. It must be quick and safe for concurrent use.
 	OnRetry func(op string, err error)
+	// OnEvent, when set, is called for each Event (enqueues, claims, job
+	// starts and finishes, reaps, cancels, retried database errors); the
+	// metrics package hangs off it. It is called synchronously from the
+	// client's goroutines, so it must be quick and safe for concurrent use.
+	OnEvent func(Event)
 }
 
 // DefaultRetryBackoff is attempt⁴ seconds with ±10% jitter, capped at 24h.

@@ -65,7 +65,18 @@ func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]int
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	c.wakeFor(rows)
+	c.emitEnqueued(rows)
 	return ids, nil
+}
+
+// emitEnqueued reports one EventEnqueued per inserted job.
+func (c *Client) emitEnqueued(rows []driver.JobInsertParams) {
+	if c.cfg.OnEvent == nil {
+		return
+	}
+	for _, r := range rows {
+		c.emit(Event{Kind: EventEnqueued, Queue: r.Queue, JobKind: r.Kind})
+	}
 }
 
 // EnqueueTx inserts one job inside the caller's transaction (*sql.Tx, or
@@ -100,6 +111,7 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx any, params []EnqueuePara
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	// The jobs are invisible until the caller commits; the poll finds them.
+	c.emitEnqueued(rows)
 	return ids, nil
 }
 

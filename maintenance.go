@@ -81,6 +81,7 @@ func (c *Client) Reap(ctx context.Context) ([]driver.ReapResult, error) {
 		return err
 	})
 	for _, r := range out {
+		c.emit(Event{Kind: EventReaped, Status: r.Status})
 		c.logger.Warn("lockstep: reaped a job whose worker stopped heartbeating", "job", r.ID, "attempt", r.Attempt, "now", r.Status)
 	}
 	return out, err

@@ -37,7 +37,11 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		}
 		free := p.max - running
 		if free > 0 && fetchCtx.Err() == nil {
+			began := time.Now()
 			jobs, err := c.exec.JobClaim(fetchCtx, &driver.JobClaimParams{Queue: p.queue, Max: free})
+			if err == nil {
+				c.emit(Event{Kind: EventClaimed, Queue: p.queue, Count: len(jobs), Took: time.Since(began)})
+			}
 			switch {
 			case err != nil:
 				// A failed claim took nothing, whatever rows it returned.
@@ -94,6 +98,7 @@ func (c *Client) execute(workCtx context.Context, job *JobRow) {
 	ctx, cancel := context.WithCancelCause(workCtx)
 	defer cancel(nil)
 	c.track(job, cancel)
+	c.emit(Event{Kind: EventJobStarted, Queue: job.Queue, JobKind: job.Kind, Wait: max(job.StartedAt.Sub(job.AvailableAt), 0)})
 	start := time.Now()
 	err, nextRetry := c.runWorker(ctx, job)
 	// Untracked before the finish, so a heartbeat racing the finish cannot
@@ -169,11 +174,19 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.FinishTimeout)
 	defer cancel()
 	var wrote bool
+	began := time.Now()
 	err := c.retryDB(ctx, "finish", func(ctx context.Context) error {
 		var err error
 		wrote, err = c.exec.JobFinish(ctx, p)
 		return err
 	})
+	if err == nil {
+		c.emit(Event{
+			Kind: EventJobFinished, Queue: job.Queue, JobKind: job.Kind, Status: p.Status,
+			Took: time.Since(began), Ran: took, Snoozed: p.Snooze,
+			Retry: p.Status == driver.StatusPending && !p.Snooze, Discarded: !wrote,
+		})
+	}
 	log := c.logger.With("job", job.ID, "kind", job.Kind, "attempt", job.Attempts, "took", took)
 	switch {
 	case err != nil:

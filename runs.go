@@ -76,6 +76,7 @@ func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOp
 		return nil, nil, fmt.Errorf("create run: %w", err)
 	}
 	c.wakeFor(rows)
+	c.emitEnqueued(rows)
 	return run, ids, nil
 }
 
@@ -95,6 +96,7 @@ func (c *Client) CancelRun(ctx context.Context, runID int64) (*RunCancelResult, 
 		return nil, fmt.Errorf("cancel run: %w", err)
 	}
 	c.cancelLocal(res.Cancelled...)
+	c.emit(Event{Kind: EventCancelled, Count: len(res.Cancelled)})
 	return res, nil
 }
 
@@ -112,6 +114,7 @@ func (c *Client) CancelJob(ctx context.Context, id int64) (bool, error) {
 	}
 	if ok {
 		c.cancelLocal(id)
+		c.emit(Event{Kind: EventCancelled, Count: 1})
 	}
 	return ok, nil
 }

@@ -155,6 +155,88 @@ type JobListParams struct {
 	Limit   int
 }
 
+// JobPageParams lists jobs newest first. A page examines at most Window
+// job ids below BeforeID (through the primary key, or the run index when
+// RunID is set), so a filter that matches few rows costs at most Window
+// rows, never the whole table.
+type JobPageParams struct {
+	RunID    int64
+	Status   JobStatus
+	Queue    string
+	Kind     string
+	BeforeID int64 // 0: start at the newest job
+	Limit    int   // default 50
+	Window   int   // default 10,000
+}
+
+// JobPage is one page of a newest-first listing.
+type JobPage struct {
+	Jobs []*JobRow
+	// Next is the BeforeID of the next page; 0 when the listing reached the
+	// oldest job.
+	Next int64
+	// Examined is how many job ids the page's window covered.
+	Examined int
+}
+
+// RunListParams lists runs newest first.
+type RunListParams struct {
+	BeforeID int64 // 0: start at the newest run
+	Limit    int   // default 50
+}
+
+// RunCountsBoundedParams counts the jobs of one run by status, reading at
+// most Limit of them (the oldest first).
+type RunCountsBoundedParams struct {
+	RunID int64
+	Limit int // default 100,000
+}
+
+// BoundedRunCounts are a run's counts; Capped means the run has more than
+// Limit jobs and the counts cover the first Limit.
+type BoundedRunCounts struct {
+	Counts RunCounts
+	Capped bool
+}
+
+// BoundedCount is a count that stops at a limit, so counting costs at most
+// that many index entries. Capped means there are at least N.
+type BoundedCount struct {
+	N      int64
+	Capped bool
+}
+
+// QueueListParams lists the queues that have jobs.
+type QueueListParams struct {
+	Limit int // default 1,000
+}
+
+// QueueStatsParams reads one queue's numbers, each a bounded index range.
+type QueueStatsParams struct {
+	Queue string
+	// CountLimit bounds each count. Default 100,000.
+	CountLimit int
+	// Window is how far back Finished looks. Default 1 minute.
+	Window time.Duration
+}
+
+// QueueStats are one queue's numbers.
+type QueueStats struct {
+	Queue string
+	// Counts has every status.
+	Counts map[JobStatus]BoundedCount
+	// Finished counts DONE and FAILED jobs that reached that status within
+	// Window.
+	Finished map[JobStatus]BoundedCount
+	Window   time.Duration
+	// OldestAvailableAt is the earliest available_at among the available
+	// PENDING jobs (the first CountLimit in claim order); zero when none is
+	// available.
+	OldestAvailableAt time.Time
+	// Now is the database's clock when the stats were read.
+	Now time.Time
+}
+
 // Executor runs catalogue statements on a pool or inside one transaction.
 // Each method is one unit of work: on a pool it opens (and commits) its own
 // short READ COMMITTED transaction when it needs more than one statement; on
@@ -173,11 +255,20 @@ type Executor interface {
 	JobReap(ctx context.Context, p *JobReapParams) ([]ReapResult, error)
 	// JobCancel cancels one PENDING or RUNNING job; false if it was neither.
 	JobCancel(ctx context.Context, id int64) (bool, error)
+	// JobRetry puts a FAILED job back to PENDING, available now, with one
+	// more attempt if it had none left; false if it was not FAILED. A job
+	// of a cancelled run is refused with ErrRunCancelled.
+	JobRetry(ctx context.Context, id int64) (bool, error)
 	JobGet(ctx context.Context, id int64) (*JobRow, error)
+	JobPage(ctx context.Context, p *JobPageParams) (*JobPage, error)
 	JobList(ctx context.Context, p *JobListParams) ([]*JobRow, error)
 	RunInsert(ctx context.Context, p *RunInsertParams) (*RunRow, error)
 	RunGet(ctx context.Context, id int64) (*RunRow, error)
 	RunCounts(ctx context.Context, id int64) (RunCounts, error)
+	RunCountsBounded(ctx context.Context, p *RunCountsBoundedParams) (*BoundedRunCounts, error)
+	RunList(ctx context.Context, p *RunListParams) ([]*RunRow, error)
+	QueueList(ctx context.Context, p *QueueListParams) ([]string, error)
+	QueueStats(ctx context.Context, p *QueueStatsParams) (*QueueStats, error)
 	// RunCancel marks the run CANCELLED, then cancels its PENDING and RUNNING
 	// jobs by primary key in ascending id order.
 	RunCancel(ctx context.Context, id int64) (*RunCancelResult, error)

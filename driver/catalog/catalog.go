@@ -22,6 +22,9 @@ const (
 	JobsClaim     Index = "jobs.claim"
 	JobsRun       Index = "jobs.run"
 	JobsHeartbeat Index = "jobs.heartbeat"
+	// JobsQueueStatus is (queue, status, heartbeat_at): the counts and
+	// listings of the stats, the CLI and the dashboard.
+	JobsQueueStatus Index = "jobs.queue_status"
 	// None is the access path of statements that read no table rows to find
 	// their targets (an INSERT, a bookkeeping query).
 	None Index = ""

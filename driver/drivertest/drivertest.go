@@ -30,6 +30,7 @@ func Run(t *testing.T, newDriver Factory) {
 	t.Run("Migrate", func(t *testing.T) { testMigrate(t, newDriver) })
 	t.Run("Executor", func(t *testing.T) { testExecutor(t, newDriver) })
 	t.Run("Trace", func(t *testing.T) { testTrace(t, newDriver) })
+	t.Run("Inspect", func(t *testing.T) { testInspect(t, newDriver) })
 	t.Run("Client", func(t *testing.T) { testClient(t, newDriver) })
 	t.Run("ThreeClients", func(t *testing.T) { testThreeClients(t, newDriver) })
 }

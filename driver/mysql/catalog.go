@@ -13,14 +13,15 @@ const now = "UTC_TIMESTAMP(6)"
 // returning is false on MySQL 8, which has no INSERT ... RETURNING.
 func newCatalog(flavor string, returning bool) *catalog.Catalog {
 	indexNames := map[catalog.Index]string{
-		catalog.RunsPrimary:   "PRIMARY",
-		catalog.JobsPrimary:   "PRIMARY",
-		catalog.JobsClaim:     "lockstep_jobs_claim",
-		catalog.JobsRun:       "lockstep_jobs_run",
-		catalog.JobsHeartbeat: "lockstep_jobs_heartbeat",
+		catalog.RunsPrimary:     "PRIMARY",
+		catalog.JobsPrimary:     "PRIMARY",
+		catalog.JobsClaim:       "lockstep_jobs_claim",
+		catalog.JobsRun:         "lockstep_jobs_run",
+		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
+		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
 	}
 	// statusIndexes are the indexes whose entries change with a job's status.
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus}
 	ret := ""
 	if returning {
 		ret = " RETURNING id"
@@ -28,6 +29,9 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 	const jobs = "lockstep_jobs"
 	const byPK = "UPDATE lockstep_jobs FORCE INDEX (PRIMARY) SET "
 	history := "error_history = JSON_MERGE_PRESERVE(error_history, ?)"
+	// pageFilter is the optional status, queue and kind of a job page; an
+	// empty parameter matches every row.
+	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
 	return catalog.MustNew(flavor, false, indexNames,
 		catalog.Statement{
 			Name: "job.insert", Table: jobs, Rows: true,
@@ -50,22 +54,22 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: byPK + "status = 'DONE', finished_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: byPK + "status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: byPK + "status = 'FAILED', finished_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: byPK + "status = 'FAILED', finished_at = " + now + ", heartbeat_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: byPK + "status = 'PENDING', available_at = " + now + " + INTERVAL ? MICROSECOND, last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: byPK + "status = 'PENDING', heartbeat_at = " + now + ", available_at = " + now + " + INTERVAL ? MICROSECOND, last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: byPK + "status = 'PENDING', available_at = " + now + " + INTERVAL ? MICROSECOND, max_attempts = max_attempts + 1 WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: byPK + "status = 'PENDING', heartbeat_at = " + now + ", available_at = " + now + " + INTERVAL ? MICROSECOND, max_attempts = max_attempts + 1 WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
-			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat}, Locks: true, IDList: true,
+			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
 			SQL: byPK + "heartbeat_at = " + now + " WHERE id IN ({ids}) AND status = 'RUNNING'",
 		},
 		catalog.Statement{
@@ -80,16 +84,16 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 		catalog.Statement{
 			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = IF(attempts >= max_attempts, 'FAILED', 'PENDING'), available_at = " + now +
-				", finished_at = IF(attempts >= max_attempts, " + now + ", NULL), last_error = ?, " + history +
+				", finished_at = IF(attempts >= max_attempts, " + now + ", NULL), heartbeat_at = " + now + ", last_error = ?, " + history +
 				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND",
 		},
 		catalog.Statement{
 			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
+			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
+			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
@@ -122,6 +126,54 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 		catalog.Statement{
 			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "UPDATE lockstep_runs FORCE INDEX (PRIMARY) SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, " + now + ") WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "job.retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = 'PENDING', available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL," +
+				" max_attempts = GREATEST(max_attempts, attempts + 1) WHERE id = ? AND status = 'FAILED'",
+		},
+		catalog.Statement{
+			Name: "job.page_floor", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id < ? ORDER BY id DESC LIMIT ?) w",
+		},
+		catalog.Statement{
+			Name: "job.page", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "job.page_floor_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND id < ? ORDER BY id DESC LIMIT ?) w",
+		},
+		catalog.Statement{
+			Name: "job.page_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "run.list", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs FORCE INDEX (PRIMARY) WHERE id < ? ORDER BY id DESC LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "run.counts_bounded", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT status, COUNT(*) FROM (SELECT status FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? ORDER BY id LIMIT ?) w GROUP BY status",
+		},
+		catalog.Statement{
+			// A loose index scan: one index dive per queue.
+			Name: "queue.list", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT queue FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status) GROUP BY queue ORDER BY queue LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "queue.count", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status) WHERE queue = ? AND status = ? LIMIT ?) w",
+		},
+		catalog.Statement{
+			Name: "queue.finished", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status)" +
+				" WHERE queue = ? AND status = ? AND heartbeat_at >= " + now + " - INTERVAL ? MICROSECOND LIMIT ?) w",
+		},
+		catalog.Statement{
+			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
+			SQL: "SELECT MIN(available_at), " + now + " FROM (SELECT available_at FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +
+				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now + " ORDER BY priority, available_at, id LIMIT ?) w",
 		},
 		catalog.Statement{
 			Name: "migration.create_table", Table: "lockstep_migrations",

@@ -13,13 +13,14 @@ import (
 // which locks the ids ORDER BY id.
 func newCatalog() *catalog.Catalog {
 	indexNames := map[catalog.Index]string{
-		catalog.RunsPrimary:   "lockstep_runs_pkey",
-		catalog.JobsPrimary:   "lockstep_jobs_pkey",
-		catalog.JobsClaim:     "lockstep_jobs_claim",
-		catalog.JobsRun:       "lockstep_jobs_run",
-		catalog.JobsHeartbeat: "lockstep_jobs_heartbeat",
+		catalog.RunsPrimary:     "lockstep_runs_pkey",
+		catalog.JobsPrimary:     "lockstep_jobs_pkey",
+		catalog.JobsClaim:       "lockstep_jobs_claim",
+		catalog.JobsRun:         "lockstep_jobs_run",
+		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
+		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
 	}
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus}
 	const jobs = "lockstep_jobs"
 	const micro = "::bigint * interval '1 microsecond'"
 	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
@@ -48,25 +49,25 @@ func newCatalog() *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = now() WHERE id = $1 AND status = 'RUNNING' AND attempts = $2",
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status = 'RUNNING' AND attempts = $2",
 		},
 		catalog.Statement{
 			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = now(), last_error = $1, error_history = error_history || $2::text::jsonb" +
+			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = now(), heartbeat_at = now(), last_error = $1, error_history = error_history || $2::text::jsonb" +
 				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4",
 		},
 		catalog.Statement{
 			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = now() + $1" + micro + ", last_error = $2, error_history = error_history || $3::text::jsonb" +
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', heartbeat_at = now(), available_at = now() + $1" + micro + ", last_error = $2, error_history = error_history || $3::text::jsonb" +
 				" WHERE id = $4 AND status = 'RUNNING' AND attempts = $5",
 		},
 		catalog.Statement{
 			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = now() + $1" + micro + ", max_attempts = max_attempts + 1" +
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', heartbeat_at = now(), available_at = now() + $1" + micro + ", max_attempts = max_attempts + 1" +
 				" WHERE id = $2 AND status = 'RUNNING' AND attempts = $3",
 		},
 		catalog.Statement{
-			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat}, Locks: true, IDList: true,
+			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
 			SQL: "UPDATE lockstep_jobs SET heartbeat_at = now() WHERE id = ANY($1) AND status = 'RUNNING'",
 		},
 		catalog.Statement{
@@ -80,17 +81,17 @@ func newCatalog() *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = now()," +
+			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = now(), heartbeat_at = now()," +
 				" finished_at = CASE WHEN attempts >= max_attempts THEN now() END, last_error = $1, error_history = error_history || $2::text::jsonb" +
 				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4 AND heartbeat_at < now() - $5" + micro,
 		},
 		catalog.Statement{
 			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now() WHERE id = $1 AND status IN ('PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now() WHERE id = ANY($1) AND status IN ('PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = ANY($1) AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
@@ -123,6 +124,58 @@ func newCatalog() *catalog.Catalog {
 		catalog.Statement{
 			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "UPDATE lockstep_runs SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, now()) WHERE id = $1",
+		},
+		catalog.Statement{
+			Name: "job.retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = now(), heartbeat_at = now(), finished_at = NULL," +
+				" max_attempts = GREATEST(max_attempts, attempts + 1) WHERE id = $1 AND status = 'FAILED'",
+		},
+		catalog.Statement{
+			Name: "job.page_floor", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs WHERE id < $1 ORDER BY id DESC LIMIT $2) w",
+		},
+		catalog.Statement{
+			Name: "job.page", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id < $1 AND id >= $2" +
+				" AND ($3 = '' OR status = $4) AND ($5 = '' OR queue = $6) AND ($7 = '' OR kind = $8) ORDER BY id DESC LIMIT $9",
+		},
+		catalog.Statement{
+			Name: "job.page_floor_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs WHERE run_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) w",
+		},
+		catalog.Statement{
+			Name: "job.page_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = $1 AND id < $2 AND id >= $3" +
+				" AND ($4 = '' OR status = $5) AND ($6 = '' OR queue = $7) AND ($8 = '' OR kind = $9) ORDER BY id DESC LIMIT $10",
+		},
+		catalog.Statement{
+			Name: "run.list", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id < $1 ORDER BY id DESC LIMIT $2",
+		},
+		catalog.Statement{
+			Name: "run.counts_bounded", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT status, COUNT(*) FROM (SELECT status FROM lockstep_jobs WHERE run_id = $1 ORDER BY id LIMIT $2) w GROUP BY status",
+		},
+		catalog.Statement{
+			// A skip scan by recursion: one index probe per queue, where
+			// DISTINCT would read every index entry.
+			Name: "queue.list", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "WITH RECURSIVE q AS (SELECT MIN(queue) AS queue FROM lockstep_jobs" +
+				" UNION ALL SELECT (SELECT MIN(j.queue) FROM lockstep_jobs j WHERE j.queue > q.queue) FROM q WHERE q.queue IS NOT NULL)" +
+				" SELECT queue FROM q WHERE queue IS NOT NULL LIMIT $1",
+		},
+		catalog.Statement{
+			Name: "queue.count", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs WHERE queue = $1 AND status = $2 LIMIT $3) w",
+		},
+		catalog.Statement{
+			Name: "queue.finished", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs WHERE queue = $1 AND status = $2 AND heartbeat_at >= now() - $3" + micro + " LIMIT $4) w",
+		},
+		catalog.Statement{
+			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
+			SQL: "SELECT MIN(available_at), now() FROM (SELECT available_at FROM lockstep_jobs" +
+				" WHERE queue = $1 AND status = 'PENDING' AND available_at <= now() ORDER BY priority, available_at, id LIMIT $2) w",
 		},
 		catalog.Statement{
 			Name: "migration.create_table", Table: "lockstep_migrations",

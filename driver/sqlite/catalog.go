@@ -15,16 +15,20 @@ const plus = "strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', ? / 1
 // wrong; the statements still find rows the same way as on the servers.
 func newCatalog() *catalog.Catalog {
 	indexNames := map[catalog.Index]string{
-		catalog.RunsPrimary:   "PRIMARY",
-		catalog.JobsPrimary:   "PRIMARY",
-		catalog.JobsClaim:     "lockstep_jobs_claim",
-		catalog.JobsRun:       "lockstep_jobs_run",
-		catalog.JobsHeartbeat: "lockstep_jobs_heartbeat",
+		catalog.RunsPrimary:     "PRIMARY",
+		catalog.JobsPrimary:     "PRIMARY",
+		catalog.JobsClaim:       "lockstep_jobs_claim",
+		catalog.JobsRun:         "lockstep_jobs_run",
+		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
+		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
 	}
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus}
 	const jobs = "lockstep_jobs"
 	// History entries arrive as a one-element JSON array (the shape MySQL
 	// and PostgreSQL concatenate); json() keeps the element JSON, not text.
+	// pageFilter is the optional status, queue and kind of a job page; an
+	// empty parameter matches every row.
+	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
 	const history = "error_history = json_insert(error_history, '$[#]', json(json_extract(?, '$[0]')))"
 	return catalog.MustNew("sqlite", false, indexNames,
 		catalog.Statement{
@@ -44,22 +48,22 @@ func newCatalog() *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = " + now + ", heartbeat_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = " + plus + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', heartbeat_at = " + now + ", available_at = " + plus + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = " + plus + ", max_attempts = max_attempts + 1 WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', heartbeat_at = " + now + ", available_at = " + plus + ", max_attempts = max_attempts + 1 WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
-			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat}, Locks: true, IDList: true,
+			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
 			SQL: "UPDATE lockstep_jobs SET heartbeat_at = " + now + " WHERE id IN ({ids}) AND status = 'RUNNING'",
 		},
 		catalog.Statement{
@@ -73,17 +77,17 @@ func newCatalog() *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = " + now +
+			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = " + now + ", heartbeat_at = " + now +
 				", finished_at = CASE WHEN attempts >= max_attempts THEN " + now + " END, last_error = ?, " + history +
 				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0))",
 		},
 		catalog.Statement{
 			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
@@ -116,6 +120,57 @@ func newCatalog() *catalog.Catalog {
 		catalog.Statement{
 			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "UPDATE lockstep_runs SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, " + now + ") WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: "job.retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL," +
+				" max_attempts = MAX(max_attempts, attempts + 1) WHERE id = ? AND status = 'FAILED'",
+		},
+		catalog.Statement{
+			Name: "job.page_floor", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs WHERE id < ? ORDER BY id DESC LIMIT ?) w",
+		},
+		catalog.Statement{
+			Name: "job.page", Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "job.page_floor_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_run WHERE run_id = ? AND id < ? ORDER BY id DESC LIMIT ?) w",
+		},
+		catalog.Statement{
+			Name: "job.page_by_run", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs INDEXED BY lockstep_jobs_run WHERE run_id = ? AND id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "run.list", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id < ? ORDER BY id DESC LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "run.counts_bounded", Table: jobs, Finds: catalog.JobsRun,
+			SQL: "SELECT status, COUNT(*) FROM (SELECT status FROM lockstep_jobs INDEXED BY lockstep_jobs_run WHERE run_id = ? ORDER BY id LIMIT ?) w GROUP BY status",
+		},
+		catalog.Statement{
+			// A skip scan by recursion: one index probe per queue, where
+			// DISTINCT would read every index entry.
+			Name: "queue.list", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "WITH RECURSIVE q(queue) AS (SELECT MIN(queue) FROM lockstep_jobs" +
+				" UNION ALL SELECT (SELECT MIN(j.queue) FROM lockstep_jobs j WHERE j.queue > q.queue) FROM q WHERE q.queue IS NOT NULL)" +
+				" SELECT queue FROM q WHERE queue IS NOT NULL LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "queue.count", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs INDEXED BY lockstep_jobs_queue_status WHERE queue = ? AND status = ? LIMIT ?) w",
+		},
+		catalog.Statement{
+			Name: "queue.finished", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs INDEXED BY lockstep_jobs_queue_status WHERE queue = ? AND status = ?" +
+				" AND heartbeat_at >= strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) LIMIT ?) w",
+		},
+		catalog.Statement{
+			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
+			SQL: "SELECT MIN(available_at), " + now + " FROM (SELECT available_at FROM lockstep_jobs INDEXED BY lockstep_jobs_claim" +
+				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now + " ORDER BY priority, available_at, id LIMIT ?) w",
 		},
 		catalog.Statement{
 			Name: "migration.create_table", Table: "lockstep_migrations",

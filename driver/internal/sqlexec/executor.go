@@ -253,23 +253,8 @@ func (e *Executor) JobInsertIntoRun(ctx context.Context, runID int64, jobs []lsd
 }
 
 func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jobs []lsdriver.JobInsertParams) ([]int64, error) {
-	rows, err := e.query(ctx, q, "run.lock_shared", e.cat().Get("run.lock_shared").SQL, runID)
-	if err != nil {
+	if err := e.lockRunShared(ctx, q, runID); err != nil {
 		return nil, err
-	}
-	var status string
-	found := rows.Next()
-	if found {
-		err = rows.Scan(&status)
-	}
-	if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, fmt.Errorf("run %d: %w", runID, lsdriver.ErrNotFound)
-	}
-	if lsdriver.RunStatus(status) == lsdriver.RunCancelled {
-		return nil, fmt.Errorf("run %d: %w", runID, lsdriver.ErrRunCancelled)
 	}
 	withRun := make([]lsdriver.JobInsertParams, len(jobs))
 	for i, j := range jobs {
@@ -277,6 +262,30 @@ func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jo
 		withRun[i] = j
 	}
 	return e.insertJobs(ctx, q, withRun)
+}
+
+// lockRunShared locks a run row in share mode — the run before its jobs —
+// and refuses a missing or cancelled run.
+func (e *Executor) lockRunShared(ctx context.Context, q Querier, runID int64) error {
+	rows, err := e.query(ctx, q, "run.lock_shared", e.cat().Get("run.lock_shared").SQL, runID)
+	if err != nil {
+		return err
+	}
+	var status string
+	found := rows.Next()
+	if found {
+		err = rows.Scan(&status)
+	}
+	if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("run %d: %w", runID, lsdriver.ErrNotFound)
+	}
+	if lsdriver.RunStatus(status) == lsdriver.RunCancelled {
+		return fmt.Errorf("run %d: %w", runID, lsdriver.ErrRunCancelled)
+	}
+	return nil
 }
 
 // JobClaim takes up to Max ready jobs of a queue in one short transaction.
@@ -491,18 +500,11 @@ func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
 
 // JobGet reads one job.
 func (e *Executor) JobGet(ctx context.Context, id int64) (*lsdriver.JobRow, error) {
-	rows, err := e.query(ctx, e.q, "job.get", e.cat().Get("job.get").SQL, id)
+	job, err := e.getJob(ctx, e.q, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("get job %d", id), err)
 	}
-	jobs, err := scanJobs(rows)
-	if err != nil {
-		return nil, e.wrap(fmt.Sprintf("get job %d", id), err)
-	}
-	if len(jobs) == 0 {
-		return nil, fmt.Errorf("job %d: %w", id, lsdriver.ErrNotFound)
-	}
-	return jobs[0], nil
+	return job, nil
 }
 
 // JobList lists jobs by id, optionally of one run and one status.

@@ -1,0 +1,227 @@
+package drivertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// testInspect covers the bounded reads of the CLI and the dashboard, and
+// the retry of a FAILED job.
+func testInspect(t *testing.T, newDriver Factory) {
+	ctx := context.Background()
+
+	t.Run("JobPageNewestFirstBoundedWindow", func(t *testing.T) {
+		ex := setup(t, newDriver).Executor()
+		in := make([]driver.JobInsertParams, 30)
+		for i := range in {
+			in[i] = job("q", "k", 0)
+			if i%10 == 3 {
+				in[i] = job("rare", "r", 0)
+			}
+		}
+		ids, err := ex.JobInsertMany(ctx, in)
+		require.NoError(t, err)
+
+		page, err := ex.JobPage(ctx, &driver.JobPageParams{Limit: 12})
+		require.NoError(t, err)
+		require.Len(t, page.Jobs, 12)
+		for i, j := range page.Jobs {
+			require.Equal(t, ids[29-i], j.ID, "newest first")
+		}
+		require.Equal(t, ids[18], page.Next)
+		var seen []int64
+		for before := int64(0); ; {
+			p, err := ex.JobPage(ctx, &driver.JobPageParams{BeforeID: before, Limit: 7})
+			require.NoError(t, err)
+			for _, j := range p.Jobs {
+				seen = append(seen, j.ID)
+			}
+			if p.Next == 0 {
+				break
+			}
+			before = p.Next
+		}
+		require.Len(t, seen, 30, "paging visits every job once")
+
+		// A filter matching few rows examines Window ids, then hands back a
+		// cursor at the window's floor instead of scanning on.
+		p, err := ex.JobPage(ctx, &driver.JobPageParams{Queue: "rare", Window: 10, Limit: 50})
+		require.NoError(t, err)
+		require.Equal(t, 10, p.Examined)
+		require.Len(t, p.Jobs, 1)
+		require.Equal(t, ids[23], p.Jobs[0].ID)
+		require.Equal(t, ids[20], p.Next)
+		p, err = ex.JobPage(ctx, &driver.JobPageParams{Queue: "rare", Kind: "r", Status: driver.StatusPending, Window: 100})
+		require.NoError(t, err)
+		require.Len(t, p.Jobs, 3)
+		require.Zero(t, p.Next, "the window reached the oldest job")
+		p, err = ex.JobPage(ctx, &driver.JobPageParams{Status: driver.StatusDone})
+		require.NoError(t, err)
+		require.Empty(t, p.Jobs)
+	})
+
+	t.Run("JobPageByRun", func(t *testing.T) {
+		ex := setup(t, newDriver).Executor()
+		run, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "r"})
+		require.NoError(t, err)
+		_, err = ex.JobInsertMany(ctx, []driver.JobInsertParams{job("q", "k", 0), job("q", "k", 0)})
+		require.NoError(t, err)
+		inRun, err := ex.JobInsertIntoRun(ctx, run.ID, []driver.JobInsertParams{job("q", "k", 0), job("q", "k", 0), job("q", "k", 0)})
+		require.NoError(t, err)
+		p, err := ex.JobPage(ctx, &driver.JobPageParams{RunID: run.ID, Limit: 2})
+		require.NoError(t, err)
+		require.Equal(t, []int64{inRun[2], inRun[1]}, pageIDs(p))
+		p, err = ex.JobPage(ctx, &driver.JobPageParams{RunID: run.ID, BeforeID: p.Next})
+		require.NoError(t, err)
+		require.Equal(t, []int64{inRun[0]}, pageIDs(p))
+		require.Zero(t, p.Next)
+	})
+
+	t.Run("RunListAndBoundedCounts", func(t *testing.T) {
+		ex := setup(t, newDriver).Executor()
+		var runs []*driver.RunRow
+		for _, name := range []string{"a", "b", "c"} {
+			r, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: name})
+			require.NoError(t, err)
+			runs = append(runs, r)
+		}
+		got, err := ex.RunList(ctx, &driver.RunListParams{Limit: 2})
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		require.Equal(t, "c", got[0].Name)
+		require.Equal(t, "b", got[1].Name)
+		got, err = ex.RunList(ctx, &driver.RunListParams{BeforeID: got[1].ID})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, runs[0].ID, got[0].ID)
+
+		_, err = ex.JobInsertIntoRun(ctx, runs[0].ID, []driver.JobInsertParams{job("q", "k", 0), job("q", "k", 0), job("q", "k", 0), job("q", "k", 0)})
+		require.NoError(t, err)
+		c := claimOne(t, ex)
+		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: c.ID, Attempt: 1, Status: driver.StatusDone})
+		require.NoError(t, err)
+		require.True(t, ok)
+		full, err := ex.RunCountsBounded(ctx, &driver.RunCountsBoundedParams{RunID: runs[0].ID})
+		require.NoError(t, err)
+		require.Equal(t, driver.BoundedRunCounts{Counts: driver.RunCounts{driver.StatusDone: 1, driver.StatusPending: 3}}, *full)
+		capped, err := ex.RunCountsBounded(ctx, &driver.RunCountsBoundedParams{RunID: runs[0].ID, Limit: 2})
+		require.NoError(t, err)
+		require.True(t, capped.Capped)
+		require.Equal(t, driver.RunCounts{driver.StatusDone: 1, driver.StatusPending: 1}, capped.Counts, "the first two jobs by id")
+	})
+
+	t.Run("QueueListAndStats", func(t *testing.T) {
+		ex := setup(t, newDriver).Executor()
+		queues, err := ex.QueueList(ctx, &driver.QueueListParams{})
+		require.NoError(t, err)
+		require.Empty(t, queues)
+		later := job("b", "k", 0)
+		later.ScheduledAt = time.Now().Add(time.Hour)
+		_, err = ex.JobInsertMany(ctx, []driver.JobInsertParams{
+			job("c", "k", 0), job("b", "k", 0), job("b", "k", 0), job("b", "k", 0), job("a", "k", 0), later,
+		})
+		require.NoError(t, err)
+		queues, err = ex.QueueList(ctx, &driver.QueueListParams{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"a", "b", "c"}, queues)
+		queues, err = ex.QueueList(ctx, &driver.QueueListParams{Limit: 2})
+		require.NoError(t, err)
+		require.Equal(t, []string{"a", "b"}, queues)
+
+		got, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "b", Max: 2})
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: got[0].ID, Attempt: 1, Status: driver.StatusDone})
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		st, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "b"})
+		require.NoError(t, err)
+		require.Equal(t, "b", st.Queue)
+		require.Equal(t, map[driver.JobStatus]driver.BoundedCount{
+			driver.StatusPending: {N: 2}, driver.StatusRunning: {N: 1}, driver.StatusDone: {N: 1},
+			driver.StatusFailed: {}, driver.StatusCancelled: {},
+		}, st.Counts)
+		require.Equal(t, driver.BoundedCount{N: 1}, st.Finished[driver.StatusDone], "finished within the window")
+		require.Equal(t, driver.BoundedCount{}, st.Finished[driver.StatusFailed])
+		require.Equal(t, time.Minute, st.Window)
+		require.False(t, st.Now.IsZero())
+		// One PENDING job of b is available (the other is an hour away).
+		require.False(t, st.OldestAvailableAt.IsZero())
+		require.False(t, st.OldestAvailableAt.After(st.Now))
+		require.Less(t, st.Now.Sub(st.OldestAvailableAt), time.Minute)
+
+		capped, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "b", CountLimit: 2})
+		require.NoError(t, err)
+		require.Equal(t, driver.BoundedCount{N: 2, Capped: true}, capped.Counts[driver.StatusPending])
+
+		empty, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "a", Window: time.Second})
+		require.NoError(t, err)
+		require.Equal(t, time.Second, empty.Window)
+		require.Equal(t, driver.BoundedCount{N: 1}, empty.Counts[driver.StatusPending])
+		none, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "nope"})
+		require.NoError(t, err)
+		require.True(t, none.OldestAvailableAt.IsZero(), "no available job, no age")
+	})
+
+	t.Run("RetryFailedJob", func(t *testing.T) {
+		ex := setup(t, newDriver).Executor()
+		one := job("q", "k", 0)
+		one.MaxAttempts = 1
+		_, err := ex.JobInsertMany(ctx, []driver.JobInsertParams{one})
+		require.NoError(t, err)
+		c := claimOne(t, ex)
+		ok, err := ex.JobRetry(ctx, c.ID)
+		require.NoError(t, err)
+		require.False(t, ok, "a RUNNING job is not retried")
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: c.ID, Attempt: 1, Status: driver.StatusFailed, Error: "boom"})
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		ok, err = ex.JobRetry(ctx, c.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		j, err := ex.JobGet(ctx, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, 2, j.MaxAttempts, "one more attempt than it used")
+		require.True(t, j.FinishedAt.IsZero())
+		require.Len(t, j.Errors, 1, "the history is kept")
+		again := claimOne(t, ex)
+		require.Equal(t, c.ID, again.ID)
+		require.Equal(t, 2, again.Attempts)
+
+		_, err = ex.JobRetry(ctx, c.ID+1000)
+		require.ErrorIs(t, err, driver.ErrNotFound)
+
+		run, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "r"})
+		require.NoError(t, err)
+		ids, err := ex.JobInsertIntoRun(ctx, run.ID, []driver.JobInsertParams{one})
+		require.NoError(t, err)
+		inRun := claimOne(t, ex)
+		require.Equal(t, ids[0], inRun.ID)
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: inRun.ID, Attempt: 1, Status: driver.StatusFailed, Error: "boom"})
+		require.NoError(t, err)
+		require.True(t, ok)
+		_, err = ex.RunCancel(ctx, run.ID)
+		require.NoError(t, err)
+		_, err = ex.JobRetry(ctx, inRun.ID)
+		require.ErrorIs(t, err, driver.ErrRunCancelled)
+		j, err = ex.JobGet(ctx, inRun.ID)
+		require.NoError(t, err)
+		require.Equal(t, driver.StatusFailed, j.Status, "a refused retry changes nothing")
+	})
+}
+
+func pageIDs(p *driver.JobPage) []int64 {
+	out := make([]int64, len(p.Jobs))
+	for i, j := range p.Jobs {
+		out[i] = j.ID
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package sqlexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	lsdriver "github.com/lockstep-queue/lockstep/driver"
+)
+
+// Defaults of the bounded reads.
+const (
+	defaultPageLimit  = 50
+	defaultPageWindow = 10_000
+	defaultCountLimit = 100_000
+	defaultQueueLimit = 1_000
+	defaultWindow     = time.Minute
+)
+
+// allStatuses is the order counts are read and shown in.
+var allStatuses = [...]lsdriver.JobStatus{
+	lsdriver.StatusPending, lsdriver.StatusRunning, lsdriver.StatusDone, lsdriver.StatusFailed, lsdriver.StatusCancelled,
+}
+
+// JobRetry puts a FAILED job back to PENDING. A job of a run locks the run
+// row in share mode first — the run before its jobs, as an enqueue into the
+// run does — so a retry cannot revive a job of a run being cancelled.
+func (e *Executor) JobRetry(ctx context.Context, id int64) (bool, error) {
+	var ok bool
+	err := e.inTx(ctx, func(q Querier) error {
+		job, err := e.getJob(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if job.Status != lsdriver.StatusFailed {
+			return nil
+		}
+		if job.RunID != 0 {
+			if err := e.lockRunShared(ctx, q, job.RunID); err != nil {
+				return err
+			}
+		}
+		res, err := e.exec(ctx, q, "job.retry", e.cat().Get("job.retry").SQL, id)
+		if err != nil {
+			return err
+		}
+		ok = res.RowsAffected == 1
+		return nil
+	})
+	if err != nil {
+		return false, e.wrap(fmt.Sprintf("retry job %d", id), err)
+	}
+	return ok, nil
+}
+
+// getJob reads one job with a plain, non-locking read.
+func (e *Executor) getJob(ctx context.Context, q Querier, id int64) (*lsdriver.JobRow, error) {
+	rows, err := e.query(ctx, q, "job.get", e.cat().Get("job.get").SQL, id)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("job %d: %w", id, lsdriver.ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// JobPage lists jobs newest first in two bounded steps: the floor of the
+// window (the Window-th id below BeforeID, read from the index alone), then
+// the filtered rows between the floor and BeforeID.
+func (e *Executor) JobPage(ctx context.Context, p *lsdriver.JobPageParams) (*lsdriver.JobPage, error) {
+	limit := orDefault(p.Limit, defaultPageLimit)
+	window := orDefault(p.Window, defaultPageWindow)
+	before := p.BeforeID
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	floorArgs := []any{before, window}
+	floorName, pageName := "job.page_floor", "job.page"
+	if p.RunID != 0 {
+		floorArgs = []any{p.RunID, before, window}
+		floorName, pageName = "job.page_floor_by_run", "job.page_by_run"
+	}
+	var examined, floor int64
+	if err := e.queryRow(ctx, floorName, floorArgs, &examined, &floor); err != nil {
+		return nil, e.wrap("list jobs", err)
+	}
+	page := &lsdriver.JobPage{Examined: int(examined)}
+	if examined == 0 {
+		return page, nil
+	}
+	st, q, k := string(p.Status), p.Queue, p.Kind
+	args := []any{before, floor, st, st, q, q, k, k, limit}
+	if p.RunID != 0 {
+		args = append([]any{p.RunID}, args...)
+	}
+	rows, err := e.query(ctx, e.q, pageName, e.cat().Get(pageName).SQL, args...)
+	if err != nil {
+		return nil, e.wrap("list jobs", err)
+	}
+	if page.Jobs, err = scanJobs(rows); err != nil {
+		return nil, e.wrap("list jobs", err)
+	}
+	switch {
+	case len(page.Jobs) == limit:
+		page.Next = page.Jobs[len(page.Jobs)-1].ID
+	case examined == int64(window):
+		page.Next = floor
+	}
+	return page, nil
+}
+
+// queryRow runs a one-row catalogue statement on the executor's querier.
+func (e *Executor) queryRow(ctx context.Context, name string, args []any, dest ...any) error {
+	rows, err := e.query(ctx, e.q, name, e.cat().Get(name).SQL, args...)
+	if err != nil {
+		return err
+	}
+	found := rows.Next()
+	if found {
+		err = rows.Scan(dest...)
+	}
+	if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%s returned no row", name)
+	}
+	return nil
+}
+
+// RunList lists runs newest first.
+func (e *Executor) RunList(ctx context.Context, p *lsdriver.RunListParams) ([]*lsdriver.RunRow, error) {
+	before := p.BeforeID
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := e.query(ctx, e.q, "run.list", e.cat().Get("run.list").SQL, before, orDefault(p.Limit, defaultPageLimit))
+	if err != nil {
+		return nil, e.wrap("list runs", err)
+	}
+	defer rows.Close()
+	var out []*lsdriver.RunRow
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, e.wrap("list runs", err)
+		}
+		out = append(out, r)
+	}
+	return out, e.wrap("list runs", rows.Err())
+}
+
+// RunCountsBounded counts the first Limit jobs of a run by status.
+func (e *Executor) RunCountsBounded(ctx context.Context, p *lsdriver.RunCountsBoundedParams) (*lsdriver.BoundedRunCounts, error) {
+	limit := orDefault(p.Limit, defaultCountLimit)
+	rows, err := e.query(ctx, e.q, "run.counts_bounded", e.cat().Get("run.counts_bounded").SQL, p.RunID, limit)
+	if err != nil {
+		return nil, e.wrap(fmt.Sprintf("count run %d", p.RunID), err)
+	}
+	defer rows.Close()
+	out := &lsdriver.BoundedRunCounts{Counts: lsdriver.RunCounts{}}
+	total := 0
+	for rows.Next() {
+		var status string
+		var n int64
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, e.wrap(fmt.Sprintf("count run %d", p.RunID), err)
+		}
+		out.Counts[lsdriver.JobStatus(status)] = int(n)
+		total += int(n)
+	}
+	out.Capped = total >= limit
+	return out, e.wrap(fmt.Sprintf("count run %d", p.RunID), rows.Err())
+}
+
+// QueueList lists the queues that have jobs, in name order.
+func (e *Executor) QueueList(ctx context.Context, p *lsdriver.QueueListParams) ([]string, error) {
+	rows, err := e.query(ctx, e.q, "queue.list", e.cat().Get("queue.list").SQL, orDefault(p.Limit, defaultQueueLimit))
+	if err != nil {
+		return nil, e.wrap("list queues", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			return nil, e.wrap("list queues", err)
+		}
+		out = append(out, q)
+	}
+	return out, e.wrap("list queues", rows.Err())
+}
+
+// QueueStats reads a queue's numbers with plain reads, each bounded by
+// CountLimit index entries. They are not one snapshot; each is exact up to
+// its bound at the moment it was read.
+func (e *Executor) QueueStats(ctx context.Context, p *lsdriver.QueueStatsParams) (*lsdriver.QueueStats, error) {
+	limit := orDefault(p.CountLimit, defaultCountLimit)
+	window := p.Window
+	if window <= 0 {
+		window = defaultWindow
+	}
+	out := &lsdriver.QueueStats{
+		Queue: p.Queue, Window: window,
+		Counts:   map[lsdriver.JobStatus]lsdriver.BoundedCount{},
+		Finished: map[lsdriver.JobStatus]lsdriver.BoundedCount{},
+	}
+	wrap := func(err error) error { return e.wrap(fmt.Sprintf("stats of queue %q", p.Queue), err) }
+	for _, st := range allStatuses {
+		var n int64
+		if err := e.queryRow(ctx, "queue.count", []any{p.Queue, string(st), limit}, &n); err != nil {
+			return nil, wrap(err)
+		}
+		out.Counts[st] = lsdriver.BoundedCount{N: n, Capped: n >= int64(limit)}
+	}
+	for _, st := range []lsdriver.JobStatus{lsdriver.StatusDone, lsdriver.StatusFailed} {
+		var n int64
+		if err := e.queryRow(ctx, "queue.finished", []any{p.Queue, string(st), micros(window), limit}, &n); err != nil {
+			return nil, wrap(err)
+		}
+		out.Finished[st] = lsdriver.BoundedCount{N: n, Capped: n >= int64(limit)}
+	}
+	if err := e.queryRow(ctx, "queue.oldest", []any{p.Queue, limit}, nullTime{&out.OldestAvailableAt}, nullTime{&out.Now}); err != nil {
+		return nil, wrap(err)
+	}
+	return out, nil
+}
+
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,1 @@
+DROP INDEX lockstep_jobs_queue_status;

@@ -1,0 +1,71 @@
+package lockstep
+
+import (
+	"errors"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// EventKind names what happened in a client.
+type EventKind string
+
+// The events a client reports to Config.OnEvent.
+const (
+	// EventEnqueued: one job inserted (Queue, JobKind).
+	EventEnqueued EventKind = "enqueued"
+	// EventClaimed: one claim statement took Count jobs of Queue in Took
+	// (Count may be 0).
+	EventClaimed EventKind = "claimed"
+	// EventJobStarted: a claimed job starts (Queue, JobKind); Wait is how
+	// long it was available before its claim, by the database's clock.
+	EventJobStarted EventKind = "job_started"
+	// EventJobFinished: a job's result was written or discarded (Queue,
+	// JobKind, Status: DONE, FAILED, or PENDING with Retry or Snoozed set).
+	// Took is the finish statement's latency, Ran the worker's run time;
+	// Discarded is true when the fence found the job cancelled or reclaimed.
+	EventJobFinished EventKind = "job_finished"
+	// EventReaped: the reaper returned one job (Status PENDING or FAILED).
+	EventReaped EventKind = "reaped"
+	// EventCancelled: Count jobs were cancelled by a CancelRun or CancelJob.
+	EventCancelled EventKind = "cancelled"
+	// EventDBRetry: a unit of work (Op) is retried after a retryable
+	// database error with code Code.
+	EventDBRetry EventKind = "db_retry"
+)
+
+// Event is one thing a client did, for metrics and tracing. Fields that do
+// not apply to a kind are zero.
+type Event struct {
+	Kind      EventKind
+	Queue     string
+	JobKind   string
+	Status    JobStatus
+	Count     int
+	Took      time.Duration
+	Wait      time.Duration
+	Ran       time.Duration
+	Retry     bool
+	Snoozed   bool
+	Discarded bool
+	Op        string
+	Code      string
+	ErrorKind ErrorKind
+}
+
+// emit reports an event when OnEvent is set.
+func (c *Client) emit(e Event) {
+	if c.cfg.OnEvent != nil {
+		c.cfg.OnEvent(e)
+	}
+}
+
+// dbRetryEvent describes a retried database error by its code.
+func dbRetryEvent(op string, err error) Event {
+	e := Event{Kind: EventDBRetry, Op: op, ErrorKind: driver.KindOf(err)}
+	var dbe *DBError
+	if errors.As(err, &dbe) {
+		e.Code = dbe.Code
+	}
+	return e
+}
