@@ -16,15 +16,17 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^VERSION\s+NAME\s+STATE\s+APPLIED_AT$`, out)
 	require.Regexp(t, `(?m)^0001\s+init\s+pending\s+-$`, out)
+	require.Regexp(t, `(?m)^0002\s+queue_status\s+pending\s+-$`, out)
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "up")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "applied  0001_init")
-	require.Contains(t, out, "schema is at version 1")
+	require.Contains(t, out, "applied  0002_queue_status")
+	require.Contains(t, out, "schema is at version 2")
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "up")
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "schema is up to date (version 1)")
+	require.Contains(t, out, "schema is up to date (version 2)")
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "status")
 	require.Equal(t, 0, code, errOut)
@@ -36,11 +38,18 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	var st []statusJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
-	require.Len(t, st, 1)
+	require.Len(t, st, 2)
 	require.Equal(t, 1, st[0].Version)
 	require.Equal(t, "init", st[0].Name)
 	require.True(t, st[0].Applied)
+	require.Equal(t, 2, st[1].Version)
+	require.True(t, st[1].Applied)
 
+	// down reverts one migration at a time, newest first.
+	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "reverted 0002_queue_status")
+	require.Contains(t, out, "schema is at version 1")
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "reverted 0001_init")
@@ -51,6 +60,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 	require.False(t, st[0].Applied)
 	require.Nil(t, st[0].AppliedAt)
+	require.False(t, st[1].Applied)
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down", "--steps", "3")
 	require.Equal(t, 0, code, errOut)

@@ -57,6 +57,13 @@ var (
 		}
 		return err
 	}}
+	retryFailed = op{"retry job 2", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobRetry(ctx, failedInRun)
+		if errors.Is(err, driver.ErrRunCancelled) {
+			return nil // the run was cancelled first: refused, as it must be
+		}
+		return err
+	}}
 )
 
 func finish(status driver.JobStatus, snooze bool) op {
@@ -119,6 +126,11 @@ func pairs() []pair {
 		pair{a: enqueueIntoRun, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
 		pair{a: cancelRunOfPending, b: enqueueIntoRun, bWaits: true, checkEnd: runSettled(runOfPending)},
 		pair{a: cancelRunOfPending, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
+		// A retry locks the run row in share mode before its job, as an
+		// enqueue into the run does.
+		pair{a: retryFailed, b: cancelRunOfPending, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusCancelled)},
+		pair{a: cancelRunOfPending, b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusFailed)},
+		pair{a: retryFailed, b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusPending)},
 		// Processes doing the same thing at once.
 		pair{a: claim, b: claim, bWaits: false},
 		pair{a: reap, b: reap, bWaits: true, checkEnd: finalIs(running, driver.StatusPending)},

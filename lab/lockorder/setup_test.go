@@ -78,6 +78,7 @@ const (
 	runOfPending       = int64(1)
 	running            = int64(5500)
 	runOfRunning       = int64(6)
+	failedInRun        = int64(2) // FAILED, in run 1
 )
 
 func status(t *testing.T, s server, id int64) driver.JobStatus {

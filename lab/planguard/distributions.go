@@ -30,13 +30,13 @@ func Default() []Distribution {
 	}
 }
 
-// NearEmpty: three jobs, one of each live-ish status. Statistics say
+// NearEmpty: four jobs, one of each status a statement expects. Statistics say
 // every range is tiny, so every index looks as cheap as the primary key.
 func NearEmpty() Distribution {
 	return Distribution{
-		Name: "near-empty", About: "3 jobs in one run: DONE, RUNNING, PENDING",
-		Jobs: 3, RunSize: 3, Queues: 1,
-		Status: "CASE WHEN n = 1 THEN 'DONE' WHEN n = 2 THEN 'RUNNING' ELSE 'PENDING' END",
+		Name: "near-empty", About: "4 jobs in one run: DONE, RUNNING, PENDING, FAILED",
+		Jobs: 4, RunSize: 4, Queues: 1,
+		Status: "CASE WHEN n = 1 THEN 'DONE' WHEN n = 2 THEN 'RUNNING' WHEN n = 4 THEN 'FAILED' ELSE 'PENDING' END",
 	}
 }
 
@@ -44,9 +44,9 @@ func NearEmpty() Distribution {
 // finishing. The second seed's plan for its cancel here was idx_run.
 func FreshRun() Distribution {
 	return Distribution{
-		Name: "fresh-run", About: "run 2: 1,000 PENDING; run 1: 995 DONE, 5 RUNNING",
+		Name: "fresh-run", About: "run 2: 1,000 PENDING; run 1: 994 DONE, 1 FAILED, 5 RUNNING",
 		Jobs: 2000, RunSize: 1000, Queues: 1,
-		Status: "CASE WHEN n > 1000 THEN 'PENDING' WHEN n > 995 THEN 'RUNNING' ELSE 'DONE' END",
+		Status: "CASE WHEN n > 1000 THEN 'PENDING' WHEN n > 995 THEN 'RUNNING' WHEN n = 2 THEN 'FAILED' ELSE 'DONE' END",
 	}
 }
 
@@ -55,26 +55,26 @@ func FreshRun() Distribution {
 // or the primary key, and the cancel's lock order flips.
 func AlmostDone() Distribution {
 	return Distribution{
-		Name: "almost-done", About: "10 runs of 1,000: 2 PENDING each, 1 RUNNING in all, the rest DONE",
+		Name: "almost-done", About: "10 runs of 1,000: 2 PENDING each, 1 RUNNING and 1 FAILED in all, the rest DONE",
 		Jobs: 10000, RunSize: 1000, Queues: 1,
-		Status: "CASE WHEN n % 1000 IN (999, 0) THEN 'PENDING' WHEN n = 5500 THEN 'RUNNING' ELSE 'DONE' END",
+		Status: "CASE WHEN n % 1000 IN (999, 0) THEN 'PENDING' WHEN n = 5500 THEN 'RUNNING' WHEN n = 2 THEN 'FAILED' ELSE 'DONE' END",
 	}
 }
 
 // MillionMostlyDone: a table that has run for a while.
 func MillionMostlyDone() Distribution {
 	return Distribution{
-		Name: "million-mostly-done", About: "1,000,000 jobs in 4 queues: 3,003 PENDING, 50 RUNNING, the rest DONE",
+		Name: "million-mostly-done", About: "1,000,000 jobs in 4 queues: 3,003 PENDING, 50 RUNNING, 50 FAILED, the rest DONE",
 		Jobs: 1_000_000, RunSize: 1000, Queues: 4,
-		Status: "CASE WHEN n % 333 = 0 THEN 'PENDING' WHEN n % 20000 = 1 THEN 'RUNNING' ELSE 'DONE' END",
+		Status: "CASE WHEN n % 333 = 0 THEN 'PENDING' WHEN n % 20000 = 1 THEN 'RUNNING' WHEN n % 20000 = 2 THEN 'FAILED' ELSE 'DONE' END",
 	}
 }
 
 // Backlog: far more work than workers.
 func Backlog() Distribution {
 	return Distribution{
-		Name: "backlog", About: "200,000 jobs: 1,000 DONE, 20 RUNNING, the rest PENDING",
+		Name: "backlog", About: "200,000 jobs: 999 DONE, 1 FAILED, 20 RUNNING, the rest PENDING",
 		Jobs: 200_000, RunSize: 1000, Queues: 1,
-		Status: "CASE WHEN n % 10000 = 1 THEN 'RUNNING' WHEN n <= 1000 THEN 'DONE' ELSE 'PENDING' END",
+		Status: "CASE WHEN n % 10000 = 1 THEN 'RUNNING' WHEN n = 2 THEN 'FAILED' WHEN n <= 1000 THEN 'DONE' ELSE 'PENDING' END",
 	}
 }

@@ -5,13 +5,20 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 )
 
-// claimLimit is the LIMIT the guard claims with.
-const claimLimit = 10
+// The LIMITs the guard binds: a claim's, and the defaults of the bounded
+// reads (pages and counts) of the CLI and the dashboard.
+const (
+	claimLimit = 10
+	pageLimit  = 50
+	pageWindow = 10_000
+	countLimit = 100_000
+)
 
 // probe holds the values statements are bound with: real rows of the data
 // under test, so that the optimizer sees the selectivity the queue's own
@@ -25,6 +32,7 @@ type probe struct {
 	running    []int64 // RUNNING jobs, with the attempt of the first
 	runningAtt int64
 	staleID    int64 // a job in a final status
+	failedID   int64 // the first FAILED job
 }
 
 // discover reads the probe values with plain, non-locking reads.
@@ -76,6 +84,9 @@ func discover(ctx context.Context, db *sql.DB, d dialect) (*probe, error) {
 	}
 	if err := one("SELECT id FROM lockstep_jobs WHERE status IN ('DONE', 'FAILED', 'CANCELLED') ORDER BY id LIMIT 1", &p.staleID); err != nil {
 		return nil, fmt.Errorf("discover stale: %w", err)
+	}
+	if err := one("SELECT id FROM lockstep_jobs WHERE status = 'FAILED' ORDER BY id LIMIT 1", &p.failedID); err != nil {
+		return nil, fmt.Errorf("discover failed: %w", err)
 	}
 	return p, nil
 }
@@ -202,6 +213,35 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 	case "job.reap":
 		id, skip := target(first(p.running), "RUNNING")
 		return withRow(id, skip, "planguard", hist, id, p.runningAtt, micros)
+	case "job.retry":
+		id, skip := target(p.failedID, "FAILED")
+		return withRow(id, skip, id)
+	// The reads of the CLI and the dashboard, bound as their first page is.
+	case "job.page_floor":
+		return plain(int64(math.MaxInt64), pageWindow)
+	case "job.page":
+		return plain(int64(math.MaxInt64), 0, "", "", "", "", "", "", pageLimit)
+	case "job.page_floor_by_run":
+		return needRun(p.runID, int64(math.MaxInt64), pageWindow)
+	case "job.page_by_run":
+		return needRun(p.runID, int64(math.MaxInt64), 0, "", "", "", "", "", "", pageLimit)
+	case "run.list":
+		return plain(int64(math.MaxInt64), pageLimit)
+	case "run.counts_bounded":
+		return needRun(p.runID, countLimit)
+	case "queue.list":
+		return plain(1000)
+	case "queue.count", "queue.finished", "queue.oldest":
+		if p.queue == "" {
+			return "", nil, "no PENDING job in the data", nil
+		}
+		switch st.Name {
+		case "queue.count":
+			return plain(p.queue, "DONE", countLimit)
+		case "queue.finished":
+			return plain(p.queue, "DONE", micros, countLimit)
+		}
+		return plain(p.queue, countLimit)
 	}
 	return "", nil, "", fmt.Errorf("the plan guard has no probe for %s: add one in lab/planguard/probe.go", st.Name)
 }
