@@ -1,0 +1,101 @@
+package dashboard_test
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/dashboard"
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/mysql"
+	"github.com/lockstep-queue/lockstep/driver/postgres"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/planguard"
+	"github.com/lockstep-queue/lockstep/migrate"
+)
+
+// BenchmarkPages renders each page against 1,000,000 jobs (planguard's
+// million-mostly-done: 1,000 runs of 1,000 jobs in 4 queues, 3,003
+// PENDING, 50 RUNNING, the rest DONE), generated on the server, on
+// MariaDB and PostgreSQL. Loading takes a minute or so per database and is
+// not timed.
+//
+//	go test -run '^$' -bench BenchmarkPages -benchtime 20x ./dashboard/
+func BenchmarkPages(b *testing.B) {
+	for _, db := range []struct {
+		name    string
+		sqlName string
+		dsn     func(testing.TB) string
+		open    func(ctx context.Context, dsn string) (driver.Driver, error)
+	}{
+		{"MariaDB", "mysql", testdb.MySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }},
+		{"PostgreSQL", "pgx", testdb.Postgres, func(ctx context.Context, dsn string) (driver.Driver, error) { return postgres.Open(ctx, dsn) }},
+	} {
+		b.Run(db.name, func(b *testing.B) {
+			ctx := context.Background()
+			dsn := db.dsn(b)
+			drv, err := db.open(ctx, dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = drv.Close() })
+			// The lock monitor's own pool, as lockstep serve opens it.
+			monitor, err := sql.Open(db.sqlName, dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = monitor.Close() })
+			m, err := migrate.New(drv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := m.Up(ctx); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			if err := planguard.Load(ctx, drv, planguard.MillionMostlyDone()); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("loaded 1,000,000 jobs in %s", time.Since(start).Round(time.Second))
+			client, err := lockstep.NewClient(drv, lockstep.Config{Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := newDashboard(b, dashboard.Config{Client: client, DB: monitor})
+			for _, p := range []struct{ name, path string }{
+				{"queues", "/"},
+				{"queues-table", "/queues/table"},
+				{"runs", "/runs"},
+				{"runs-older", "/runs?before=500"},
+				{"run-newest", "/runs/1000"},
+				{"run-oldest", "/runs/1"},
+				{"run-pending", "/runs/500?status=PENDING"},
+				{"jobs", "/jobs"},
+				{"jobs-queue", "/jobs?queue=q1"},
+				{"jobs-failed-none", "/jobs?status=FAILED"},
+				{"jobs-older", "/jobs?before=500000"},
+				{"job", "/jobs/500000"},
+				{"locks", "/locks"},
+			} {
+				b.Run(p.name, func(b *testing.B) {
+					req := httptest.NewRequest(http.MethodGet, p.path, nil)
+					req.Host = "127.0.0.1"
+					for b.Loop() {
+						rec := httptest.NewRecorder()
+						s.ServeHTTP(rec, req)
+						if rec.Code != http.StatusOK {
+							b.Fatalf("GET %s: %d %s", p.path, rec.Code, rec.Body)
+						}
+					}
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,176 @@
+package dashboard_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/dashboard"
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/mysql"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/repro"
+	"github.com/lockstep-queue/lockstep/lab/seed"
+	"github.com/lockstep-queue/lockstep/locktest"
+	"github.com/lockstep-queue/lockstep/lockview"
+)
+
+// TestDashboardLocksShowsALiveWait: a session holds a job row, the
+// client's CancelJob waits for it; once the server shows the wait, the
+// Locks page names the waiter, the blocker, the table, the index and the
+// record.
+func TestDashboardLocksShowsALiveWait(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		open   func(*testing.T) driver.Driver
+		flavor lockview.Flavor
+		holdQ  string
+	}{
+		{"MariaDB", openMariaDB, lockview.MariaDB, "SELECT id FROM lockstep_jobs WHERE id = ? FOR UPDATE"},
+		{"PostgreSQL", openPostgres, lockview.Postgres, "SELECT id FROM lockstep_jobs WHERE id = $1 FOR UPDATE"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			drv := c.open(t)
+			client, err := lockstep.NewClient(drv, lockstep.Config{Logger: quietLogger()})
+			require.NoError(t, err)
+			id, err := client.Enqueue(ctx, okArgs{N: 7}, &lockstep.EnqueueOpts{Queue: "idle"})
+			require.NoError(t, err)
+			b := newBrowser(t, newDashboard(t, dashboard.Config{Client: client}))
+
+			release := locktest.Hold(t, drv.DB(), c.holdQ, id)
+			done := make(chan error, 1)
+			go func() {
+				_, err := client.CancelJob(ctx, id)
+				done <- err
+			}()
+			waits, err := lockview.WaitFor(ctx, drv.DB(), c.flavor, func(w lockview.Wait) bool {
+				return strings.Contains(w.Table, "lockstep_jobs")
+			}, nil)
+			require.NoError(t, err)
+			require.NotEmpty(t, waits)
+
+			body := b.page("/locks")
+			require.Contains(t, body, `data-testid="waits-table"`)
+			require.Contains(t, body, `data-testid="wait"`)
+			require.Contains(t, body, "lockstep_jobs")
+			require.Contains(t, body, fmt.Sprintf("<td class=\"num\">%d</td><td class=\"num\">%d</td>", waits[0].WaiterID, waits[0].BlockerID))
+			require.Contains(t, body, "(idle in its transaction)", "the holder runs nothing now")
+			if c.flavor == lockview.MariaDB {
+				require.Contains(t, body, "<td>PRIMARY</td><td>X</td><td><code>"+strconv.FormatInt(id, 10)+"</code></td>")
+			}
+			// The htmx fragment the page refreshes shows the same.
+			frag := b.page("/locks/waits")
+			require.Contains(t, frag, `data-testid="wait"`)
+			require.NotContains(t, frag, "<html")
+
+			release()
+			require.NoError(t, <-done)
+			j, err := client.Job(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, lockstep.StatusCancelled, j.Status)
+		})
+	}
+}
+
+// TestDashboardLocksShowsADeadlock: the seed's deadlock, reproduced by
+// `lab repro` (range-status cancel against the claim), appears on the
+// Locks page decoded: both transactions, what each held and waited for,
+// the victim, and the pattern with its explanation and fix.
+func TestDashboardLocksShowsADeadlock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn := testdb.MySQL(t)
+	drv, err := mysql.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	client, err := lockstep.NewClient(drv, lockstep.Config{Logger: quietLogger()})
+	require.NoError(t, err)
+	s := newDashboard(t, dashboard.Config{Client: client})
+	b := newBrowser(t, s)
+
+	// Before: nothing seen (the report, if the server has one, is about
+	// another database).
+	body := b.page("/locks")
+	require.Contains(t, body, `data-testid="deadlocks-none"`)
+
+	observer, err := mysql.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = observer.Close() })
+	cancelVariant, err := seed.LookupCancel("range-status")
+	require.NoError(t, err)
+	claim, err := seed.LookupClaim("primary")
+	require.NoError(t, err)
+	// Keep the table, so that the report's records can still be read
+	// against it; the database is dropped with the test.
+	res, err := repro.Run(ctx, drv.DB(), observer.DB(), repro.Options{Cancel: cancelVariant, Claim: claim, Keep: true})
+	require.NoError(t, err)
+	require.True(t, res.Deadlock, "the seed's unsafe cancel deadlocks")
+
+	// The background poll (what serve runs) picks it up; a page load too.
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(runCtx) }()
+	body = b.page("/locks")
+	stop()
+	require.NoError(t, <-ran)
+
+	require.Equal(t, 1, strings.Count(body, `data-testid="deadlock"`), "one distinct deadlock, however often it was read")
+	require.Contains(t, body, `data-testid="deadlock-pattern"`)
+	require.Contains(t, body, "Pattern: opposite-index-order")
+	require.Contains(t, body, "idx_status vs PRIMARY")
+	require.Contains(t, body, "UPDATE attempt FORCE INDEX (idx_status)")
+	require.Regexp(t, `holds: idx_status of [\w.]+attempt`, body)
+	require.Regexp(t, `waits for: PRIMARY of [\w.]+attempt, X`, body)
+	require.Contains(t, body, `data-testid="deadlock-victim"`)
+	require.Contains(t, body, "were locked in opposite order")
+	require.Contains(t, body, "<strong>Fix:</strong>")
+
+	// Read again: still one.
+	body = b.page("/locks")
+	require.Equal(t, 1, strings.Count(body, `data-testid="deadlock"`))
+}
+
+// TestDashboardLocksWithoutProcessPrivilege: a user without PROCESS gets
+// the page with a message naming the privilege, not a 500.
+func TestDashboardLocksWithoutProcessPrivilege(t *testing.T) {
+	ctx := context.Background()
+	dsn := testdb.MySQL(t)
+	cfg, err := gomysql.ParseDSN(dsn)
+	require.NoError(t, err)
+	admin, err := sql.Open("mysql", testdb.MySQLAdminDSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close() })
+	user := "dash_" + strings.TrimPrefix(cfg.DBName, "lst_")
+	for _, q := range []string{
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'pw-not-shown'", user),
+		fmt.Sprintf("GRANT ALL ON `%s`.* TO '%s'@'%%'", cfg.DBName, user),
+	} {
+		_, err := admin.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(fmt.Sprintf("DROP USER '%s'@'%%'", user)) })
+	cfg.User, cfg.Passwd = user, "pw-not-shown"
+	drv, err := mysql.Open(ctx, cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	client, err := lockstep.NewClient(drv, lockstep.Config{Logger: quietLogger()})
+	require.NoError(t, err)
+	b := newBrowser(t, newDashboard(t, dashboard.Config{Client: client}))
+
+	body := b.page("/locks")
+	require.Contains(t, body, `data-testid="waits-message"`)
+	require.Contains(t, body, `data-testid="deadlocks-error"`)
+	require.Contains(t, body, "PROCESS privilege")
+	require.NotContains(t, body, "pw-not-shown")
+}

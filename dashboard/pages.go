@@ -1,0 +1,582 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// readTimeout bounds the database work of one page.
+const readTimeout = 15 * time.Second
+
+// argsLimit is how much of a job's args the job page shows.
+const argsLimit = 64 << 10
+
+func (s *Server) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), readTimeout)
+}
+
+// dbError shows a failed read or write: not found is a 404, the rest a
+// 500 whose message is the error with any password removed.
+func (s *Server) dbError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if errors.Is(err, lockstep.ErrNotFound) {
+		s.renderError(w, r, http.StatusNotFound, what+": not found")
+		return
+	}
+	s.logger.Error("dashboard: "+what, "err", redact(err.Error()))
+	s.renderError(w, r, http.StatusInternalServerError, what+": "+redact(err.Error()))
+}
+
+func pathID(r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	return id, err == nil && id > 0
+}
+
+// queryID reads an optional positive id from the query string.
+func queryID(r *http.Request, name string) (int64, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, true
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	return id, err == nil && id >= 0
+}
+
+func parseStatus(v string) (lockstep.JobStatus, bool) {
+	if v == "" {
+		return "", true
+	}
+	for _, st := range allStatuses {
+		if string(st) == v {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+// ---- queues ----
+
+type queueCell struct {
+	Queue, Status, Class string
+	Count                lockstep.BoundedCount
+}
+
+type queueRow struct {
+	Queue  string
+	Cells  []queueCell // in allStatuses order
+	Oldest string
+	Done   lockstep.BoundedCount
+	Failed lockstep.BoundedCount
+	Rate   float64
+	Capped bool // the rate is a lower bound
+}
+
+type queuesTable struct {
+	Rows       []queueRow
+	Window     time.Duration
+	CountLimit int
+	Total      float64
+	Capped     bool
+	Chart      chart
+	Error      string
+	Now        time.Time
+}
+
+type queuesData struct {
+	base
+	Table queuesTable
+}
+
+// sample reads every queue's stats and records a throughput sample.
+func (s *Server) sample(ctx context.Context) ([]*lockstep.QueueStats, error) {
+	if s.client == nil {
+		return nil, nil
+	}
+	stats, err := s.client.Stats(ctx, &lockstep.StatsParams{CountLimit: s.cfg.CountLimit, Window: s.cfg.Window, MaxQueues: s.cfg.MaxQueues})
+	if err != nil {
+		return nil, err
+	}
+	var total float64
+	var capped bool
+	var now time.Time
+	for _, st := range stats {
+		r, c := queueRate(st, s.cfg.Window)
+		total += r
+		capped = capped || c
+		if st.Now.After(now) {
+			now = st.Now
+		}
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	s.tput.add(sample{At: now, Rate: total, Capped: capped}, s.cfg.SampleInterval/2)
+	return stats, nil
+}
+
+// queueRate is DONE+FAILED per second over the stats' window.
+func queueRate(st *lockstep.QueueStats, def time.Duration) (float64, bool) {
+	win := st.Window
+	if win <= 0 {
+		win = def
+	}
+	d, f := st.Finished[lockstep.StatusDone], st.Finished[lockstep.StatusFailed]
+	return float64(d.N+f.N) / win.Seconds(), d.Capped || f.Capped
+}
+
+func (s *Server) queuesTable(r *http.Request) queuesTable {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	t := queuesTable{Window: s.cfg.Window, CountLimit: s.cfg.CountLimit, Now: time.Now()}
+	stats, err := s.sample(ctx)
+	if err != nil {
+		s.logger.Error("dashboard: queue stats", "err", redact(err.Error()))
+		t.Error = "reading queue stats: " + redact(err.Error())
+	}
+	for _, st := range stats {
+		row := queueRow{Queue: st.Queue, Oldest: "—", Done: st.Finished[lockstep.StatusDone], Failed: st.Finished[lockstep.StatusFailed]}
+		for _, status := range allStatuses {
+			row.Cells = append(row.Cells, queueCell{Queue: st.Queue, Status: strings.ToLower(string(status)), Class: statusClass(status), Count: st.Counts[status]})
+		}
+		if !st.OldestAvailableAt.IsZero() {
+			row.Oldest = fmtDur(max(st.Now.Sub(st.OldestAvailableAt), 0))
+		}
+		row.Rate, row.Capped = queueRate(st, s.cfg.Window)
+		t.Total += row.Rate
+		t.Capped = t.Capped || row.Capped
+		t.Rows = append(t.Rows, row)
+	}
+	t.Chart = s.tput.chart(s.cfg.Samples)
+	return t
+}
+
+func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "queues.html", "layout", queuesData{base: s.base(r, "Queues", "queues"), Table: s.queuesTable(r)})
+}
+
+// handleQueuesTable is the queues table alone, which the page reloads
+// every 2 seconds.
+func (s *Server) handleQueuesTable(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "partials.html", "queues-table", s.queuesTable(r))
+}
+
+// ---- runs ----
+
+// segment is one status's part of a run's progress bar, in a 0..1000 box.
+type segment struct {
+	Class, Label string
+	X, W         float64
+}
+
+type runRow struct {
+	*lockstep.RunSummary
+	State     string
+	Total     string
+	Segments  []segment
+	Legend    []segment
+	CanCancel bool
+	// CSRF and Next are for the row's cancel form; Note reports what the
+	// last action did.
+	CSRF, Next, Note string
+}
+
+// barOrder is the order of a progress bar's segments.
+var barOrder = []lockstep.JobStatus{
+	lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled, lockstep.StatusRunning, lockstep.StatusPending,
+}
+
+func newRunRow(rs *lockstep.RunSummary, csrf, next string) runRow {
+	row := runRow{RunSummary: rs, CSRF: csrf, Next: next}
+	total := 0
+	for _, st := range barOrder {
+		total += rs.Counts.Counts[st]
+	}
+	prefix := ""
+	if rs.Counts.Capped {
+		prefix = "≥"
+	}
+	row.Total = prefix + fmtInt(int64(total))
+	x := 0.0
+	for _, st := range barOrder {
+		n := rs.Counts.Counts[st]
+		label := fmt.Sprintf("%s %s", fmtInt(int64(n)), st)
+		seg := segment{Class: statusClass(st), Label: label}
+		row.Legend = append(row.Legend, seg)
+		if n == 0 || total == 0 {
+			continue
+		}
+		seg.X, seg.W = x, 1000*float64(n)/float64(total)
+		x += seg.W
+		row.Segments = append(row.Segments, seg)
+	}
+	open := rs.Counts.Counts[lockstep.StatusPending] + rs.Counts.Counts[lockstep.StatusRunning]
+	switch {
+	case rs.Status == driver.RunCancelled:
+		row.State = "cancelled"
+	case open > 0 || rs.Counts.Capped:
+		row.State = "active"
+	case total == 0:
+		row.State = "empty"
+	case rs.Counts.Counts[lockstep.StatusFailed] > 0:
+		row.State = "finished with failures"
+	default:
+		row.State = "finished"
+	}
+	row.CanCancel = rs.Status == driver.RunActive
+	return row
+}
+
+type runsData struct {
+	base
+	Rows    []runRow
+	NextURL string
+	First   bool
+	Error   string
+}
+
+func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
+	before, ok := queryID(r, "before")
+	if !ok {
+		s.renderError(w, r, http.StatusBadRequest, "before must be a run id")
+		return
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	runs, err := s.client.Runs(ctx, lockstep.RunListParams{BeforeID: before, Limit: s.cfg.PageSize}, s.cfg.CountLimit)
+	if err != nil {
+		s.dbError(w, r, "list runs", err)
+		return
+	}
+	b := s.base(r, "Runs", "runs")
+	data := runsData{base: b, First: before == 0}
+	for _, rs := range runs {
+		data.Rows = append(data.Rows, newRunRow(rs, b.CSRF, r.URL.RequestURI()))
+	}
+	if len(runs) == s.cfg.PageSize {
+		data.NextURL = "/runs?before=" + strconv.FormatInt(runs[len(runs)-1].ID, 10)
+	}
+	s.render(w, r, http.StatusOK, "runs.html", "layout", data)
+}
+
+// ---- jobs ----
+
+type jobRow struct {
+	*lockstep.JobRow
+	CanCancel, CanRetry bool
+	CSRF, Next, Note    string
+}
+
+func newJobRow(j *lockstep.JobRow, csrf, next string) jobRow {
+	return jobRow{
+		JobRow: j, CSRF: csrf, Next: next,
+		CanCancel: j.Status == lockstep.StatusPending || j.Status == lockstep.StatusRunning,
+		CanRetry:  j.Status == lockstep.StatusFailed,
+	}
+}
+
+type jobList struct {
+	Rows     []jobRow
+	NextURL  string
+	Examined int
+	// URL reloads the list (htmx, after an action on the page).
+	URL string
+}
+
+type filterLink struct {
+	Label, URL string
+	Active     bool
+}
+
+type jobsFilter struct {
+	Status           lockstep.JobStatus
+	Queue, Kind      string
+	Before           int64
+	StatusesSelected []filterLink
+}
+
+// jobPage reads one page and builds its rows and the link to the next.
+func (s *Server) jobPage(ctx context.Context, r *http.Request, p lockstep.JobPageParams, base string, q url.Values) (jobList, error) {
+	p.Limit = s.cfg.PageSize
+	page, err := s.client.JobPage(ctx, p)
+	if err != nil {
+		return jobList{}, err
+	}
+	csrf := info(r).csrfToken
+	l := jobList{Examined: page.Examined, URL: r.URL.RequestURI()}
+	for _, j := range page.Jobs {
+		l.Rows = append(l.Rows, newJobRow(j, csrf, r.URL.RequestURI()))
+	}
+	if page.Next != 0 {
+		nq := url.Values{}
+		for k, v := range q {
+			nq[k] = v
+		}
+		nq.Set("before", strconv.FormatInt(page.Next, 10))
+		l.NextURL = base + "?" + nq.Encode()
+	}
+	return l, nil
+}
+
+// statusLinks are the status filter's choices, each a link.
+func statusLinks(base string, q url.Values, current lockstep.JobStatus) []filterLink {
+	links := make([]filterLink, 0, len(allStatuses)+1)
+	for _, st := range append([]lockstep.JobStatus{""}, allStatuses...) {
+		nq := url.Values{}
+		for k, v := range q {
+			if k != "status" && k != "before" {
+				nq[k] = v
+			}
+		}
+		label := "all"
+		if st != "" {
+			nq.Set("status", string(st))
+			label = string(st)
+		}
+		u := base
+		if len(nq) > 0 {
+			u += "?" + nq.Encode()
+		}
+		links = append(links, filterLink{Label: label, URL: u, Active: st == current})
+	}
+	return links
+}
+
+type runData struct {
+	base
+	Run      runRow
+	Jobs     jobList
+	Statuses []filterLink
+	Status   lockstep.JobStatus
+	Capped   bool
+	Limit    int
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(r)
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound, "no such run")
+		return
+	}
+	before, ok1 := queryID(r, "before")
+	status, ok2 := parseStatus(r.URL.Query().Get("status"))
+	if !ok1 || !ok2 {
+		s.renderError(w, r, http.StatusBadRequest, "bad filter")
+		return
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	rs, err := s.client.RunSummary(ctx, id, s.cfg.CountLimit)
+	if err != nil {
+		s.dbError(w, r, "run "+strconv.FormatInt(id, 10), err)
+		return
+	}
+	b := s.base(r, "Run "+strconv.FormatInt(id, 10), "runs")
+	path := "/runs/" + strconv.FormatInt(id, 10)
+	q := url.Values{}
+	if status != "" {
+		q.Set("status", string(status))
+	}
+	jobs, err := s.jobPage(ctx, r, lockstep.JobPageParams{RunID: id, Status: status, BeforeID: before}, path, q)
+	if err != nil {
+		s.dbError(w, r, "list jobs", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "run.html", "layout", runData{
+		base: b, Run: newRunRow(rs, b.CSRF, r.URL.RequestURI()), Jobs: jobs,
+		Statuses: statusLinks(path, q, status), Status: status,
+		Capped: rs.Counts.Capped, Limit: s.cfg.CountLimit,
+	})
+}
+
+type jobsData struct {
+	base
+	Jobs     jobList
+	Statuses []filterLink
+	Status   lockstep.JobStatus
+	Queue    string
+	Kind     string
+}
+
+func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
+	qs := r.URL.Query()
+	before, ok1 := queryID(r, "before")
+	status, ok2 := parseStatus(qs.Get("status"))
+	queue, kind := qs.Get("queue"), qs.Get("kind")
+	if !ok1 || !ok2 || len(queue) > 128 || len(kind) > 128 {
+		s.renderError(w, r, http.StatusBadRequest, "bad filter")
+		return
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"status": string(status), "queue": queue, "kind": kind} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	jobs, err := s.jobPage(ctx, r, lockstep.JobPageParams{Status: status, Queue: queue, Kind: kind, BeforeID: before}, "/jobs", q)
+	if err != nil {
+		s.dbError(w, r, "list jobs", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "jobs.html", "layout", jobsData{
+		base: s.base(r, "Jobs", "jobs"), Jobs: jobs, Statuses: statusLinks("/jobs", q, status),
+		Status: status, Queue: queue, Kind: kind,
+	})
+}
+
+type jobData struct {
+	base
+	Job       jobRow
+	Args      string
+	Truncated bool
+	Errors    []lockstep.AttemptError
+	Waited    string // available → started
+	Ran       string // started → finished
+	Message   string
+}
+
+// actionMessages are the outcomes a redirect after an action reports by
+// code, so that no text from the request is reflected into the page.
+var actionMessages = map[string]string{
+	"cancelled":     "Cancelled.",
+	"not-cancelled": "Not cancelled: the job was no longer PENDING or RUNNING.",
+	"retried":       "Put back to PENDING: it will be claimed again.",
+	"not-retried":   "Not retried: the job was not FAILED.",
+	"run-cancelled": "Not retried: its run is cancelled.",
+}
+
+func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(r)
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound, "no such job")
+		return
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	j, err := s.client.Job(ctx, id)
+	if err != nil {
+		s.dbError(w, r, "job "+strconv.FormatInt(id, 10), err)
+		return
+	}
+	b := s.base(r, "Job "+strconv.FormatInt(id, 10), "jobs")
+	d := jobData{base: b, Job: newJobRow(j, b.CSRF, "/jobs/"+strconv.FormatInt(id, 10)), Errors: j.Errors,
+		Message: actionMessages[r.URL.Query().Get("done")]}
+	d.Args, d.Truncated = prettyJSON(j.Args, argsLimit)
+	if !j.StartedAt.IsZero() && !j.AvailableAt.IsZero() && j.StartedAt.After(j.AvailableAt) {
+		d.Waited = fmtDur(j.StartedAt.Sub(j.AvailableAt))
+	}
+	if !j.StartedAt.IsZero() && !j.FinishedAt.IsZero() && !j.FinishedAt.Before(j.StartedAt) {
+		d.Ran = fmtDur(j.FinishedAt.Sub(j.StartedAt))
+	}
+	s.render(w, r, http.StatusOK, "job.html", "layout", d)
+}
+
+// ---- actions ----
+
+func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
+
+// changed tells the page (htmx) that data changed, so lists on it reload.
+func changed(w http.ResponseWriter) { w.Header().Set("HX-Trigger", "lockstep-changed") }
+
+// actionCtx is the context of a write: not cut short by a client that
+// goes away once the request is sent, but bounded.
+func (s *Server) actionCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), readTimeout)
+}
+
+func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(r)
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound, "no such run")
+		return
+	}
+	ctx, cancel := s.actionCtx(r)
+	defer cancel()
+	res, err := s.client.CancelRun(ctx, id)
+	if err != nil {
+		s.dbError(w, r, "cancel run "+strconv.FormatInt(id, 10), err)
+		return
+	}
+	s.logger.Info("dashboard: cancelled run", "run", id, "jobs", len(res.Cancelled), "remote", r.RemoteAddr)
+	next := safeNext(r.PostForm.Get("next"), "/runs/"+strconv.FormatInt(id, 10))
+	if !isHTMX(r) {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	rs, err := s.client.RunSummary(ctx, id, s.cfg.CountLimit)
+	if err != nil {
+		s.dbError(w, r, "run "+strconv.FormatInt(id, 10), err)
+		return
+	}
+	row := newRunRow(rs, info(r).csrfToken, next)
+	row.Note = fmt.Sprintf("cancelled %d job(s)", len(res.Cancelled))
+	changed(w)
+	s.render(w, r, http.StatusOK, "partials.html", "run-row", row)
+}
+
+func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request) {
+	s.jobAction(w, r, "cancel", func(ctx context.Context, id int64) (string, error) {
+		ok, err := s.client.CancelJob(ctx, id)
+		if err != nil || !ok {
+			return "not-cancelled", err
+		}
+		return "cancelled", nil
+	})
+}
+
+func (s *Server) handleRetryJob(w http.ResponseWriter, r *http.Request) {
+	s.jobAction(w, r, "retry", func(ctx context.Context, id int64) (string, error) {
+		ok, err := s.client.RetryJob(ctx, id)
+		switch {
+		case errors.Is(err, lockstep.ErrRunCancelled):
+			return "run-cancelled", nil
+		case err != nil || !ok:
+			return "not-retried", err
+		}
+		return "retried", nil
+	})
+}
+
+// jobAction runs one job action and answers with the job's row (htmx) or
+// a redirect back to the page the form was on.
+func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, what string, act func(context.Context, int64) (string, error)) {
+	id, ok := pathID(r)
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound, "no such job")
+		return
+	}
+	ctx, cancel := s.actionCtx(r)
+	defer cancel()
+	outcome, err := act(ctx, id)
+	if err != nil {
+		s.dbError(w, r, what+" job "+strconv.FormatInt(id, 10), err)
+		return
+	}
+	s.logger.Info("dashboard: job "+what, "job", id, "outcome", outcome, "remote", r.RemoteAddr)
+	self := "/jobs/" + strconv.FormatInt(id, 10)
+	next := safeNext(r.PostForm.Get("next"), self)
+	if !isHTMX(r) {
+		if next == self {
+			next += "?done=" + outcome
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	j, err := s.client.Job(ctx, id)
+	if err != nil {
+		s.dbError(w, r, "job "+strconv.FormatInt(id, 10), err)
+		return
+	}
+	row := newJobRow(j, info(r).csrfToken, next)
+	row.Note = actionMessages[outcome]
+	s.render(w, r, http.StatusOK, "partials.html", "job-row", row)
+}
