@@ -6,8 +6,10 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 # internal/testdb starts throwaway MariaDB and PostgreSQL servers from these
 # binaries; it never uses a system service, so only the packages are needed.
+# internal/browser drives Debian's chromium through chromium-driver; its tests
+# fail, not skip, without them. apt-get update runs only if something is missing.
 deps:
-	@have_my=; have_pg=; \
+	@have_my=; have_pg=; pkgs=; \
 	{ command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 && \
 	  { command -v mariadb-install-db || [ -x /usr/bin/mariadb-install-db ]; } >/dev/null 2>&1 && have_my=1; \
 	{ command -v initdb && command -v pg_ctl; } >/dev/null 2>&1 && have_pg=1; \
@@ -15,9 +17,15 @@ deps:
 	  [ -x "$$d/initdb" ] && [ -x "$$d/pg_ctl" ] && have_pg=1; \
 	done; \
 	if [ -z "$$have_my" ] || [ -z "$$have_pg" ]; then \
-	  echo "installing mariadb-server and postgresql"; \
+	  pkgs="mariadb-server postgresql"; \
+	fi; \
+	if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  pkgs="$$pkgs chromium chromium-driver"; \
+	fi; \
+	if [ -n "$$pkgs" ]; then \
+	  echo "installing" $$pkgs; \
 	  $(SUDO) apt-get update && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y mariadb-server postgresql; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs; \
 	fi
 
 vet:
