@@ -45,8 +45,8 @@ func TestDashboardPages(t *testing.T) {
 			ia := strings.Index(body, fmt.Sprintf(`id="run-%d"`, f.alpha))
 			ib := strings.Index(body, fmt.Sprintf(`id="run-%d"`, f.beta))
 			require.True(t, ia > 0 && ib > 0 && ib < ia, "runs newest first")
-			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-finished with failures">finished with failures<`, f.alpha))
-			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-active">active<`, f.beta))
+			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-FAILED">FAILED<`, f.alpha))
+			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-ACTIVE">ACTIVE<`, f.beta))
 			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-cancel"`, f.beta))
 			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-progress"`, f.alpha))
 			require.Contains(t, body, "2 DONE")
@@ -131,7 +131,7 @@ func TestDashboardPages(t *testing.T) {
 			require.EqualValues(t, "CANCELLED", rs.Status)
 			require.Equal(t, lockstep.RunCounts{lockstep.StatusCancelled: 3}, rs.Counts.Counts)
 			body = b.page("/runs")
-			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-cancelled">cancelled<`, f.beta))
+			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-CANCELLED">CANCELLED<`, f.beta))
 			require.NotContains(t, body, fmt.Sprintf(`data-testid="run-%d-cancel"`, f.beta))
 
 			// An off-site redirect target is ignored.
@@ -182,7 +182,7 @@ func TestDashboardRetryAndHTMXCancelRun(t *testing.T) {
 	r = b.do(http.MethodPost, fmt.Sprintf("/runs/%d/cancel", f.beta), url.Values{"csrf": {token}, "next": {"/runs"}}, map[string]string{"HX-Request": "true"})
 	require.Equal(t, http.StatusOK, r.status, r.body)
 	require.True(t, strings.HasPrefix(r.body, fmt.Sprintf(`<tr id="run-%d" data-testid="run-%d">`, f.beta, f.beta)), r.body)
-	require.Contains(t, r.body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-cancelled">cancelled<`, f.beta))
+	require.Contains(t, r.body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-CANCELLED">CANCELLED<`, f.beta))
 	require.Contains(t, r.body, "cancelled 3 job(s)")
 	require.Equal(t, "lockstep-changed", r.header.Get("HX-Trigger"))
 }

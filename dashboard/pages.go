@@ -220,15 +220,16 @@ func newRunRow(rs *lockstep.RunSummary, csrf, next string) runRow {
 	open := rs.Counts.Counts[lockstep.StatusPending] + rs.Counts.Counts[lockstep.StatusRunning]
 	switch {
 	case rs.Status == driver.RunCancelled:
-		row.State = "cancelled"
+		row.State = "CANCELLED"
 	case open > 0 || rs.Counts.Capped:
-		row.State = "active"
+		row.State = "ACTIVE"
 	case total == 0:
-		row.State = "empty"
+		row.State = "EMPTY"
 	case rs.Counts.Counts[lockstep.StatusFailed] > 0:
-		row.State = "finished with failures"
+		// Every job is final and some FAILED.
+		row.State = "FAILED"
 	default:
-		row.State = "finished"
+		row.State = "DONE"
 	}
 	row.CanCancel = rs.Status == driver.RunActive
 	return row
