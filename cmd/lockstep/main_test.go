@@ -8,5 +8,10 @@ import (
 )
 
 // TestMain starts throwaway database servers lazily, for the commands
-// that need MariaDB or PostgreSQL.
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+// that need MariaDB or PostgreSQL, and removes the binary the CLI tests
+// built.
+func TestMain(m *testing.M) {
+	code := testdb.Main(m)
+	removeLockstepBinary()
+	os.Exit(code)
+}

@@ -81,6 +81,14 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newDemoCmd(c),
 		newLabCmd(c),
 		newDeadlockCmd(c),
+		newEnqueueCmd(c),
+		newRunsCmd(c),
+		newJobsCmd(c),
+		newCancelCmd(c),
+		newRetryCmd(c),
+		newStatsCmd(c),
+		newWorkCmd(c),
+		newServeCmd(c),
 	)
 	return root
 }

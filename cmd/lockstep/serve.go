@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/dashboard"
+	"github.com/lockstep-queue/lockstep/internal/dsn"
+	"github.com/lockstep-queue/lockstep/metrics"
+)
+
+type serveOptions struct {
+	addr          string
+	token         string
+	countLimit    int
+	secureCookies bool
+	stopTimeout   time.Duration
+	// The workers, as `lockstep work` takes them; none unless --kind.
+	work workOptions
+}
+
+func newServeCmd(c *cli) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the web dashboard, /metrics and /healthz (and, with --kind, run workers)",
+		Long: `Serve the dashboard of the --dsn database: queues (counts by status,
+oldest available job, throughput), runs with their progress, a run's jobs,
+each job's args, attempts and error history, and the lock monitor (current
+lock waits; on MySQL/MariaDB the deadlocks InnoDB reports while serving,
+decoded). Runs and jobs can be cancelled, failed jobs retried.
+
+Also served: /metrics (Prometheus; behind the token like the pages) and
+/healthz (no token; 200 when the database answers).
+
+The process runs the reaper, which returns jobs of dead workers to PENDING.
+It runs workers only when asked: --kind, --queue, --workers and --command
+work as in 'lockstep work'.
+
+Without a token the dashboard can only listen on a loopback address, and
+answers only requests addressed to localhost, 127.0.0.1 or [::1]. With
+--token (or $LOCKSTEP_TOKEN, which keeps it out of the process list) every
+request needs "Authorization: Bearer <token>" or the cookie the login page
+sets.`,
+		Example: `  lockstep serve
+  LOCKSTEP_TOKEN=$(openssl rand -hex 16) lockstep serve --addr 0.0.0.0:8080
+  lockstep serve --kind exec --command './job.sh' --queue default=4`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("token") {
+				o.token = os.Getenv("LOCKSTEP_TOKEN")
+			}
+			return c.serve(cmd.Context(), cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on (a non-loopback address needs a token)")
+	f.StringVar(&o.token, "token", "", "token required on every request (default $LOCKSTEP_TOKEN)")
+	f.IntVar(&o.countLimit, "count-limit", 10_000, "counts shown stop at this many (shown as ≥N), so pages stay fast on large tables")
+	f.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure (when served over HTTPS, e.g. behind a TLS proxy)")
+	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for requests and running jobs")
+	f.StringArrayVar(&o.work.queues, "queue", nil, "with --kind: queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
+	f.IntVar(&o.work.workers, "workers", 10, "with --kind: jobs run at once per queue given without =N")
+	f.StringSliceVar(&o.work.kinds, "kind", nil, "run workers for these kinds: exec (needs --command) or demo (repeatable; default: no workers)")
+	f.StringVar(&o.work.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
+	f.DurationVar(&o.work.execTimeout, "exec-timeout", 0, "for --kind exec: kill a command running longer than this (0: no limit)")
+	f.DurationVar(&o.work.killGrace, "exec-kill-grace", 0, "for --kind exec: send SIGTERM this long before SIGKILL when killing a command")
+	f.DurationVar(&o.work.reapAfter, "reap-after", time.Minute, "return RUNNING jobs whose heartbeat is older than this to PENDING")
+	f.DurationVar(&o.work.heartbeat, "heartbeat", 5*time.Second, "how often to refresh running jobs' heartbeat and notice cancels")
+	f.DurationVar(&o.work.poll, "poll", time.Second, "with --kind: longest wait between claims of an idle queue")
+	return cmd
+}
+
+// loopbackAddr reports whether a listen address binds only loopback: a
+// literal loopback IP or "localhost" (an empty host binds every address).
+func loopbackAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+// openMonitorDB opens the lock monitor's own small pool (nil on SQLite,
+// which has no lock tables to read). It must get a connection when the
+// queue's pool is exhausted by blocked sessions, which is when one looks
+// at lock waits; and on PostgreSQL it must not inherit the queue pool's
+// planner settings (with enable_seqscan=off the pg_locks queries take half
+// a second instead of a millisecond).
+func (c *cli) openMonitorDB(ctx context.Context) (*sql.DB, error) {
+	p, err := dsn.Parse(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	var db *sql.DB
+	switch p.Dialect {
+	case dsn.MySQL:
+		cfg, err := gomysql.ParseDSN(p.DSN)
+		if err != nil {
+			return nil, errors.New("lock monitor: cannot read the MySQL DSN")
+		}
+		conn, err := gomysql.NewConnector(cfg)
+		if err != nil {
+			return nil, errors.New("lock monitor: cannot use the MySQL DSN")
+		}
+		db = sql.OpenDB(conn)
+	case dsn.Postgres:
+		cfg, err := pgx.ParseConfig(p.DSN)
+		if err != nil {
+			return nil, errors.New("lock monitor: cannot read the PostgreSQL DSN")
+		}
+		db = stdlib.OpenDB(*cfg)
+	default:
+		return nil, nil
+	}
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("lock monitor: connect: %w", err)
+	}
+	return db, nil
+}
+
+func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
+	loopback, err := loopbackAddr(o.addr)
+	if err != nil {
+		return err
+	}
+	if !loopback && o.token == "" {
+		return fmt.Errorf("refusing to serve on %s without a token: set $LOCKSTEP_TOKEN (or --token), or listen on a loopback address such as 127.0.0.1:8080", o.addr)
+	}
+	if o.token != "" && len(o.token) < 16 {
+		c.logger.Warn("the token is short; use at least 16 random characters (e.g. openssl rand -hex 16)")
+	}
+	if o.countLimit < 1 {
+		return fmt.Errorf("--count-limit must be positive, got %d", o.countLimit)
+	}
+	for name, d := range map[string]time.Duration{"reap-after": o.work.reapAfter, "heartbeat": o.work.heartbeat, "poll": o.work.poll, "stop-timeout": o.stopTimeout} {
+		if d <= 0 {
+			return fmt.Errorf("--%s must be positive, got %s", name, d)
+		}
+	}
+	if o.work.reapAfter <= 2*o.work.heartbeat {
+		return fmt.Errorf("--reap-after (%s) must exceed twice --heartbeat (%s), or live jobs would be reaped", o.work.reapAfter, o.work.heartbeat)
+	}
+	cfg := lockstep.Config{
+		Logger: c.logger, PollInterval: o.work.poll, HeartbeatInterval: o.work.heartbeat, ReapAfter: o.work.reapAfter,
+	}
+	if len(o.work.kinds) > 0 {
+		if cfg.Queues, err = parseWorkQueues(o.work.queues, o.work.workers); err != nil {
+			return err
+		}
+		if cfg.Workers, err = workWorkers(cmd, o.work); err != nil {
+			return err
+		}
+	} else {
+		for _, name := range []string{"queue", "workers", "command", "exec-timeout", "exec-kill-grace", "poll"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s is about workers: add --kind exec or --kind demo to run them", name)
+			}
+		}
+	}
+
+	d, err := c.openDriver(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }()
+
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.Options{Logger: c.logger})
+	if err != nil {
+		return err
+	}
+	if err := m.RegisterDB(reg, "lockstep", d.DB()); err != nil {
+		return err
+	}
+	if err := errors.Join(
+		reg.Register(collectors.NewGoCollector()),
+		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+	); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	cfg.OnEvent = m.Observe
+
+	client, err := lockstep.NewClient(d, cfg)
+	if err != nil {
+		return err
+	}
+	monitor, err := c.openMonitorDB(ctx)
+	if err != nil {
+		return err
+	}
+	if monitor != nil {
+		defer func() { _ = monitor.Close() }()
+	}
+	dash, err := dashboard.New(dashboard.Config{
+		Client: client, DB: monitor, Token: o.token, Logger: c.logger, CountLimit: o.countLimit,
+		SecureCookies: o.secureCookies,
+		Metrics:       promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)}),
+	})
+	if err != nil {
+		return err
+	}
+	// Start checks the schema and starts the reaper (and the workers).
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), o.stopTimeout)
+		defer cancel()
+		if err := client.Stop(stopCtx); err != nil {
+			c.logger.Warn("running jobs did not finish in time: they were cancelled and will be retried", "err", err)
+		}
+	}()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := d.DB().PingContext(pctx); err != nil {
+			// The reason goes to the log, not to an unauthenticated caller.
+			c.logger.Warn("healthz: database unreachable", "err", err)
+			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("/", dash)
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn),
+	}
+
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	bgDone := make(chan struct{}, 2)
+	go func() { defer func() { bgDone <- struct{}{} }(); _ = dash.Run(bgCtx) }()
+	go func() {
+		defer func() { bgDone <- struct{}{} }()
+		m.RunSampler(bgCtx, client, 15*time.Second, &lockstep.StatsParams{CountLimit: o.countLimit})
+	}()
+	defer func() { stopBG(); <-bgDone; <-bgDone }()
+
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(c.stdout, "listening on %s\n", url)
+	attrs := []any{"url", url, "dialect", d.Dialect(), "auth", o.token != ""}
+	if cfg.Workers != nil {
+		kinds := cfg.Workers.Kinds()
+		slices.Sort(kinds)
+		attrs = append(attrs, "kinds", strings.Join(kinds, ","))
+	}
+	c.logger.Info("serving the dashboard; stop with SIGINT or SIGTERM", attrs...)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	c.logger.Info("shutting down: finishing requests, then stopping workers and the reaper")
+	shutCtx, cancel := context.WithTimeout(context.Background(), o.stopTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		_ = srv.Close()
+		c.logger.Warn("requests did not finish in time", "err", err)
+	}
+	<-served
+	return nil
+}

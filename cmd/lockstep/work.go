@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/execjob"
+)
+
+// The kinds `work --kind` can register.
+const (
+	workKindExec = "exec"
+	workKindDemo = "demo"
+)
+
+type workOptions struct {
+	queues      []string
+	workers     int
+	kinds       []string
+	command     string
+	execTimeout time.Duration
+	killGrace   time.Duration
+	reapAfter   time.Duration
+	heartbeat   time.Duration
+	poll        time.Duration
+	stopTimeout time.Duration
+}
+
+func newWorkCmd(c *cli) *cobra.Command {
+	var o workOptions
+	cmd := &cobra.Command{
+		Use:   "work",
+		Short: "Run workers for queues until SIGINT or SIGTERM",
+		Long: `Run a worker process: claim jobs of the given queues and run them until
+SIGINT or SIGTERM. It then stops claiming and waits up to --stop-timeout for
+running jobs to finish and record their results; a second signal, or the
+timeout, cancels them (they are retried later).
+
+--kind exec runs the command given by --command (with sh -c) for each job of
+kind "exec". The command is fixed here, never taken from a job: the job's
+args are written as JSON to its standard input, and its id, attempt, kind
+and queue are in LOCKSTEP_JOB_ID, LOCKSTEP_JOB_ATTEMPT, LOCKSTEP_JOB_KIND and
+LOCKSTEP_JOB_QUEUE. Exit status 0 finishes the job DONE; any other is an
+error holding the exit code and the end of the command's standard error,
+recorded in the job's error history before it is retried (or FAILED once
+its attempts are used up). A job cancelled or timed out (--exec-timeout)
+has its command's process group killed.
+
+--kind demo runs the demo's kinds (resize, flaky, rate_limited, slow).
+
+Queues are named with --queue NAME (at most --workers jobs at once) or
+--queue NAME=N (at most N); the default is the queue "default".`,
+		Example: `  lockstep work --kind exec --command './resize.sh'
+  lockstep work --kind exec --command 'python3 job.py' --queue media=4 --queue default --exec-timeout 10m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.work(cmd.Context(), cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.queues, "queue", nil, "queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
+	f.IntVar(&o.workers, "workers", 10, "jobs run at once per queue given without =N")
+	f.StringSliceVar(&o.kinds, "kind", nil, "kinds of job to run: exec (needs --command) or demo (repeatable)")
+	f.StringVar(&o.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
+	f.DurationVar(&o.execTimeout, "exec-timeout", 0, "for --kind exec: kill a command running longer than this (0: no limit)")
+	f.DurationVar(&o.killGrace, "exec-kill-grace", 0, "for --kind exec: send SIGTERM this long before SIGKILL when killing a command")
+	f.DurationVar(&o.reapAfter, "reap-after", time.Minute, "return RUNNING jobs whose heartbeat is older than this to PENDING")
+	f.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often to refresh running jobs' heartbeat and notice cancels")
+	f.DurationVar(&o.poll, "poll", time.Second, "longest wait between claims of an idle queue")
+	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for running jobs")
+	return cmd
+}
+
+// parseWorkQueues turns --queue values into the client's queues.
+func parseWorkQueues(values []string, workers int) (map[string]lockstep.QueueConfig, error) {
+	if workers < 1 || workers > 10000 {
+		return nil, fmt.Errorf("--workers must be between 1 and 10000, got %d", workers)
+	}
+	if len(values) == 0 {
+		values = []string{lockstep.DefaultQueue}
+	}
+	out := make(map[string]lockstep.QueueConfig, len(values))
+	for _, v := range values {
+		name, n, hasN := strings.Cut(v, "=")
+		name = strings.TrimSpace(name)
+		maxWorkers := workers
+		if hasN {
+			var err error
+			maxWorkers, err = strconv.Atoi(strings.TrimSpace(n))
+			if err != nil || maxWorkers < 1 || maxWorkers > 10000 {
+				return nil, fmt.Errorf("--queue %q: the number of workers after = must be between 1 and 10000", v)
+			}
+		}
+		if name == "" {
+			return nil, fmt.Errorf("--queue %q has no queue name", v)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--queue %q is given twice", name)
+		}
+		out[name] = lockstep.QueueConfig{MaxWorkers: maxWorkers}
+	}
+	return out, nil
+}
+
+// workWorkers registers the workers of the --kind values.
+func workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers, error) {
+	if len(o.kinds) == 0 {
+		return nil, errors.New("--kind is required: exec (with --command) or demo")
+	}
+	if o.execTimeout < 0 {
+		return nil, fmt.Errorf("--exec-timeout must not be negative, got %s", o.execTimeout)
+	}
+	if o.killGrace < 0 {
+		return nil, fmt.Errorf("--exec-kill-grace must not be negative, got %s", o.killGrace)
+	}
+	ws := lockstep.NewWorkers()
+	seen := map[string]bool{}
+	for _, k := range o.kinds {
+		k = strings.ToLower(strings.TrimSpace(k))
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		switch k {
+		case workKindExec:
+			if strings.TrimSpace(o.command) == "" {
+				return nil, errors.New("--kind exec needs --command, the command line to run for each job")
+			}
+			w := &execjob.Worker{Shell: o.command, Timeout: o.execTimeout, KillGrace: o.killGrace}
+			if err := execjob.Register(ws, w); err != nil {
+				return nil, err
+			}
+		case workKindDemo:
+			if err := addDemoWorkers(ws); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("unknown --kind %q: use exec or demo", k)
+		}
+	}
+	if !seen[workKindExec] {
+		for _, name := range []string{"command", "exec-timeout", "exec-kill-grace"} {
+			if cmd.Flags().Changed(name) {
+				return nil, fmt.Errorf("--%s is only used with --kind exec", name)
+			}
+		}
+	}
+	return ws, nil
+}
+
+// addDemoWorkers registers the demo's kinds, as demoWorkers does, into a
+// registry that may hold exec too.
+func addDemoWorkers(ws *lockstep.Workers) error {
+	return errors.Join(
+		lockstep.AddWorkerSafely(ws, lockstep.WorkFunc(workResize)),
+		lockstep.AddWorkerSafely[flakyArgs](ws, flakyWorker{}),
+		lockstep.AddWorkerSafely(ws, lockstep.WorkFunc(workRateLimited)),
+		lockstep.AddWorkerSafely[slowArgs](ws, &slowWorker{}),
+	)
+}
+
+func (c *cli) work(ctx context.Context, cmd *cobra.Command, o workOptions) error {
+	queues, err := parseWorkQueues(o.queues, o.workers)
+	if err != nil {
+		return err
+	}
+	ws, err := workWorkers(cmd, o)
+	if err != nil {
+		return err
+	}
+	for name, d := range map[string]time.Duration{"reap-after": o.reapAfter, "heartbeat": o.heartbeat, "poll": o.poll, "stop-timeout": o.stopTimeout} {
+		if d <= 0 {
+			return fmt.Errorf("--%s must be positive, got %s", name, d)
+		}
+	}
+	if o.reapAfter <= 2*o.heartbeat {
+		return fmt.Errorf("--reap-after (%s) must exceed twice --heartbeat (%s), or live jobs would be reaped", o.reapAfter, o.heartbeat)
+	}
+
+	d, err := c.openDriver(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }()
+	client, err := lockstep.NewClient(d, lockstep.Config{
+		Queues: queues, Workers: ws, Logger: c.logger,
+		PollInterval: o.poll, HeartbeatInterval: o.heartbeat, ReapAfter: o.reapAfter,
+	})
+	if err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	kinds := ws.Kinds()
+	slices.Sort(kinds)
+	names := make([]string, 0, len(queues))
+	for name, q := range queues {
+		names = append(names, fmt.Sprintf("%s=%d", name, q.MaxWorkers))
+	}
+	slices.Sort(names)
+	c.logger.Info("working; stop with SIGINT or SIGTERM", "queues", strings.Join(names, ","), "kinds", strings.Join(kinds, ","))
+
+	<-ctx.Done()
+	// A second signal cancels the running jobs rather than waiting.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	stopCtx, cancel := context.WithTimeoutCause(context.Background(), o.stopTimeout,
+		fmt.Errorf("running jobs did not finish within --stop-timeout %s", o.stopTimeout))
+	defer cancel()
+	interrupted := make(chan struct{})
+	go func() {
+		select {
+		case <-again:
+			c.logger.Warn("second signal: cancelling running jobs")
+			close(interrupted)
+			cancel()
+		case <-stopCtx.Done():
+		}
+	}()
+	c.logger.Info("stopping: no new jobs are claimed; waiting for running jobs", "timeout", o.stopTimeout)
+	if err := client.Stop(stopCtx); err != nil {
+		select {
+		case <-interrupted:
+			return errors.New("stopped by a second signal: running jobs were cancelled and will be retried")
+		default:
+		}
+		return fmt.Errorf("%v: they were cancelled and will be retried", context.Cause(stopCtx))
+	}
+	return nil
+}

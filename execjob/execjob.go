@@ -1,0 +1,275 @@
+// Package execjob runs an external command as a lockstep job of kind
+// "exec".
+//
+// The command is configured on the Worker by whoever runs the workers, and
+// never taken from a job: a job's args are data, written as JSON to the
+// command's standard input, so whoever can enqueue jobs cannot choose what
+// runs. The job's id, attempt, kind and queue are in the environment as
+// LOCKSTEP_JOB_ID, LOCKSTEP_JOB_ATTEMPT, LOCKSTEP_JOB_KIND and
+// LOCKSTEP_JOB_QUEUE.
+//
+// Exit status 0 finishes the job DONE. Any other exit is an *ExitError that
+// holds the exit code (or signal) and the tail of the command's standard
+// error, which lockstep records in the job's error history before retrying
+// it (or failing it once its attempts are used up). When the job's context
+// ends — the job was cancelled, timed out, or the client stopped without
+// waiting — the command's whole process group is killed.
+//
+// Register it like any worker:
+//
+//	ws := lockstep.NewWorkers()
+//	err := execjob.Register(ws, &execjob.Worker{Shell: "./bin/resize", Timeout: 10 * time.Minute})
+//
+// and enqueue its jobs with execjob.Args (or lockstep.RawArgs of kind
+// "exec"):
+//
+//	id, err := client.Enqueue(ctx, execjob.Args{JSON: []byte(`{"image":"a.png"}`)}, nil)
+package execjob
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockstep-queue/lockstep"
+)
+
+// Kind is the job kind the Worker runs.
+const Kind = "exec"
+
+// DefaultMaxOutputBytes is how much of the end of a command's standard
+// error an *ExitError keeps when Worker.MaxOutputBytes is zero.
+const DefaultMaxOutputBytes = 4 << 10
+
+// waitDelay bounds how long Work waits, once the command has exited or been
+// killed, for processes that escaped its process group to close its output.
+const waitDelay = 2 * time.Second
+
+// Args are an exec job's args: any JSON value, passed as it is to the
+// command's standard input.
+type Args struct {
+	JSON json.RawMessage
+}
+
+// Kind implements lockstep.JobArgs.
+func (Args) Kind() string { return Kind }
+
+// MarshalJSON returns the raw JSON ({} when empty), checking it.
+func (a Args) MarshalJSON() ([]byte, error) {
+	if len(a.JSON) == 0 {
+		return []byte("{}"), nil
+	}
+	if !json.Valid(a.JSON) {
+		return nil, errors.New("execjob: args are not valid JSON")
+	}
+	return a.JSON, nil
+}
+
+// UnmarshalJSON keeps the raw JSON.
+func (a *Args) UnmarshalJSON(b []byte) error {
+	a.JSON = append(a.JSON[:0], b...)
+	return nil
+}
+
+// Worker runs a configured command for each job of kind "exec". Give
+// exactly one of Command and Shell. A Worker must not be changed once
+// registered; it is safe for concurrent jobs.
+type Worker struct {
+	// Command is the program and its arguments, run without a shell.
+	Command []string
+	// Shell is a command line run with `sh -c`.
+	Shell string
+	// Timeout bounds each run of the command; 0 means none beyond the
+	// client's Config.JobTimeout. A command that times out is killed and
+	// the attempt fails (and is retried if it has attempts left).
+	Timeout time.Duration
+	// KillGrace: when a job's context ends, the command's process group is
+	// sent SIGTERM and, KillGrace later, SIGKILL. 0 sends SIGKILL at once.
+	KillGrace time.Duration
+	// MaxOutputBytes is how much of the end of the command's standard error
+	// an *ExitError keeps. Default DefaultMaxOutputBytes. Standard output is
+	// discarded.
+	MaxOutputBytes int
+	// Env holds extra KEY=value entries, added to the worker process's own
+	// environment (and before the LOCKSTEP_JOB_* variables, which win).
+	Env []string
+	// Dir is the command's working directory; default the worker process's.
+	Dir string
+}
+
+// Register validates w and registers it for kind "exec".
+func Register(ws *lockstep.Workers, w *Worker) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	return lockstep.AddWorkerSafely[Args](ws, w)
+}
+
+// Validate reports a Worker that cannot run anything.
+func (w *Worker) Validate() error {
+	switch {
+	case len(w.Command) > 0 && w.Shell != "":
+		return errors.New("execjob: give Command or Shell, not both")
+	case len(w.Command) == 0 && strings.TrimSpace(w.Shell) == "":
+		return errors.New("execjob: no command: give Command or Shell")
+	case len(w.Command) > 0 && w.Command[0] == "":
+		return errors.New("execjob: Command[0] (the program) is empty")
+	case w.Timeout < 0:
+		return fmt.Errorf("execjob: Timeout must not be negative, got %s", w.Timeout)
+	case w.KillGrace < 0:
+		return fmt.Errorf("execjob: KillGrace must not be negative, got %s", w.KillGrace)
+	case w.MaxOutputBytes < 0:
+		return fmt.Errorf("execjob: MaxOutputBytes must not be negative, got %d", w.MaxOutputBytes)
+	}
+	for _, kv := range w.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("execjob: Env entry %q is not KEY=value", kv)
+		}
+	}
+	return nil
+}
+
+// ExitError is a run of the command that did not exit 0.
+type ExitError struct {
+	// Code is the exit code, or -1 when the command was killed by a signal
+	// or did not start.
+	Code int
+	// Signal names the signal that killed the command, if one did.
+	Signal string
+	// Killed says why Work killed the command (its context ended), if it did.
+	Killed string
+	// Stderr is the end of the command's standard error, at most
+	// Worker.MaxOutputBytes, as valid UTF-8 without NUL bytes.
+	Stderr string
+	// StderrOmitted is how many bytes of standard error were dropped before
+	// Stderr.
+	StderrOmitted int64
+}
+
+func (e *ExitError) Error() string {
+	var b strings.Builder
+	b.WriteString("exec: ")
+	switch {
+	case e.Killed != "":
+		fmt.Fprintf(&b, "command killed: %s", e.Killed)
+	case e.Signal != "":
+		fmt.Fprintf(&b, "command killed by signal %s", e.Signal)
+	default:
+		fmt.Fprintf(&b, "command exited with code %d", e.Code)
+	}
+	if e.Stderr != "" {
+		b.WriteString("; stderr")
+		if e.StderrOmitted > 0 {
+			fmt.Fprintf(&b, " (last %d bytes, %d omitted)", len(e.Stderr), e.StderrOmitted)
+		}
+		b.WriteString(":\n")
+		b.WriteString(e.Stderr)
+	}
+	return b.String()
+}
+
+// Work implements lockstep.Worker: it runs the command once for the job.
+func (w *Worker) Work(ctx context.Context, job *lockstep.Job[Args]) error {
+	if err := w.Validate(); err != nil {
+		return lockstep.Permanent(err)
+	}
+	if w.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, w.Timeout, fmt.Errorf("timed out after %s", w.Timeout))
+		defer cancel()
+	}
+	name, argv := "sh", []string{"-c", w.Shell}
+	if len(w.Command) > 0 {
+		name, argv = w.Command[0], w.Command[1:]
+	}
+	stdin := []byte(job.Args.JSON)
+	if len(stdin) == 0 {
+		stdin = []byte("{}")
+	}
+	limit := w.MaxOutputBytes
+	if limit == 0 {
+		limit = DefaultMaxOutputBytes
+	}
+	stderr := &tailBuffer{max: limit}
+
+	cmd := exec.CommandContext(ctx, name, argv...)
+	cmd.Dir = w.Dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stderr = stderr
+	cmd.Env = append(append(os.Environ(), w.Env...),
+		"LOCKSTEP_JOB_ID="+strconv.FormatInt(job.ID, 10),
+		"LOCKSTEP_JOB_ATTEMPT="+strconv.Itoa(job.Attempts),
+		"LOCKSTEP_JOB_KIND="+job.Kind,
+		"LOCKSTEP_JOB_QUEUE="+job.Queue,
+	)
+	group := newProcessGroup(cmd, w.KillGrace)
+	cmd.WaitDelay = w.KillGrace + waitDelay
+
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("exec: start %s: %w", name, err)
+	}
+	err := cmd.Wait()
+	// Whatever the command left behind in its group goes with it.
+	group.done()
+
+	if err == nil {
+		return nil
+	}
+	out, omitted := stderr.tail()
+	ee := &ExitError{Code: -1, Stderr: out, StderrOmitted: omitted}
+	if ctx.Err() != nil {
+		ee.Killed = context.Cause(ctx).Error()
+	}
+	var xe *exec.ExitError
+	switch {
+	case errors.As(err, &xe):
+		ee.Code = xe.ExitCode()
+		ee.Signal = signalOf(xe)
+	case ee.Killed == "":
+		// Not an exit status: the output could not be read, say.
+		return fmt.Errorf("exec: %s: %w", name, err)
+	}
+	return ee
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max     int
+	buf     []byte
+	written int64
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.written += int64(len(p))
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return len(p), nil
+	}
+	t.buf = append(t.buf, p...)
+	// Slide only once the buffer holds twice what it keeps, so that writes
+	// cost O(1) amortised.
+	if len(t.buf) >= 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// tail returns the kept bytes as text a database can store (valid UTF-8,
+// no NUL), trimmed of surrounding white space, and how many bytes were
+// dropped before them.
+func (t *tailBuffer) tail() (string, int64) {
+	b := t.buf
+	if over := len(b) - t.max; over > 0 {
+		b = b[over:]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	return strings.TrimSpace(s), t.written - int64(len(b))
+}
