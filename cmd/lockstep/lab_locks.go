@@ -41,7 +41,19 @@ need the PROCESS privilege.`,
 				return err
 			}
 			if live {
-				locks, err := lockview.Locks(ctx, drv.DB(), flavor)
+				// The monitor's own pool: it gets a connection while blocked
+				// sessions hold the queue's, and on PostgreSQL it plans the
+				// pg_locks queries without the queue pool's settings.
+				db := drv.DB()
+				monitor, err := c.openMonitorDB(ctx)
+				if err != nil {
+					return err
+				}
+				if monitor != nil {
+					defer func() { _ = monitor.Close() }()
+					db = monitor
+				}
+				locks, err := lockview.Locks(ctx, db, flavor)
 				if err != nil {
 					return err
 				}
