@@ -2,7 +2,7 @@ GO ?= go
 # apt-get needs root; CI containers usually run as root and have no sudo.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps vet test demo
+.PHONY: deps vet test demo bench-dashboard
 
 # internal/testdb starts throwaway MariaDB and PostgreSQL servers from these
 # binaries; it never uses a system service, so only the packages are needed.
@@ -41,3 +41,8 @@ test: deps
 
 demo:
 	$(GO) run ./cmd/lockstep demo
+
+# Each dashboard page against 1,000,000 jobs on throwaway MariaDB and
+# PostgreSQL servers (docs/operate.md has the numbers).
+bench-dashboard: deps
+	$(GO) test -run '^$$' -bench BenchmarkPages -benchtime 20x ./dashboard/
