@@ -233,6 +233,10 @@ type QueueStats struct {
 	// PENDING jobs (the first CountLimit in claim order); zero when none is
 	// available.
 	OldestAvailableAt time.Time
+	// OldestCapped means more than CountLimit jobs are available, and one
+	// beyond them (of a later priority) may have waited longer: the age is
+	// a lower bound.
+	OldestCapped bool
 	// Now is the database's clock when the stats were read.
 	Now time.Time
 }

@@ -24,6 +24,7 @@ type queueStatsOut struct {
 	JobsPerSecondCapped     bool                            `json:"jobs_per_second_capped"`
 	OldestAvailableAt       *time.Time                      `json:"oldest_available_at"`
 	OldestPendingAgeSeconds *float64                        `json:"oldest_pending_age_seconds"`
+	OldestPendingAgeCapped  bool                            `json:"oldest_pending_age_capped"`
 	Now                     *time.Time                      `json:"now"`
 }
 
@@ -59,6 +60,7 @@ func toQueueStatsOut(st *lockstep.QueueStats, window time.Duration) queueStatsOu
 	if !st.OldestAvailableAt.IsZero() && !st.Now.IsZero() {
 		age := max(st.Now.Sub(st.OldestAvailableAt), 0).Seconds()
 		out.OldestPendingAgeSeconds = &age
+		out.OldestPendingAgeCapped = st.OldestCapped
 	}
 	return out
 }
@@ -111,6 +113,11 @@ a huge queue; a count that reaches the limit is shown as ≥N.`,
 					oldest := "-"
 					if q.OldestPendingAgeSeconds != nil {
 						oldest = outAge(time.Duration(*q.OldestPendingAgeSeconds * float64(time.Second)))
+						if q.OldestPendingAgeCapped {
+							// More jobs are available than were read: one of
+							// a later priority may have waited longer.
+							oldest = "≥" + oldest
+						}
 					}
 					rate := strconv.FormatFloat(q.JobsPerSecond, 'f', 2, 64)
 					if q.JobsPerSecondCapped {

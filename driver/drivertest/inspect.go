@@ -113,6 +113,10 @@ func testInspect(t *testing.T, newDriver Factory) {
 		require.NoError(t, err)
 		require.True(t, capped.Capped)
 		require.Equal(t, driver.RunCounts{driver.StatusDone: 1, driver.StatusPending: 1}, capped.Counts, "the first two jobs by id")
+		exact, err := ex.RunCountsBounded(ctx, &driver.RunCountsBoundedParams{RunID: runs[0].ID, Limit: 4})
+		require.NoError(t, err)
+		require.False(t, exact.Capped, "a run of exactly the limit is counted whole")
+		require.Equal(t, full.Counts, exact.Counts)
 	})
 
 	t.Run("QueueListAndStats", func(t *testing.T) {
@@ -156,9 +160,20 @@ func testInspect(t *testing.T, newDriver Factory) {
 		require.False(t, st.OldestAvailableAt.After(st.Now))
 		require.Less(t, st.Now.Sub(st.OldestAvailableAt), time.Minute)
 
-		capped, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "b", CountLimit: 2})
+		require.False(t, st.OldestCapped)
+		capped, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "b", CountLimit: 1})
 		require.NoError(t, err)
-		require.Equal(t, driver.BoundedCount{N: 2, Capped: true}, capped.Counts[driver.StatusPending])
+		require.Equal(t, driver.BoundedCount{N: 1, Capped: true}, capped.Counts[driver.StatusPending])
+		require.Equal(t, driver.BoundedCount{N: 1}, capped.Counts[driver.StatusRunning], "exactly the limit is not capped")
+		require.False(t, capped.OldestCapped, "one job is available, the limit is one")
+
+		// Two available jobs of different priorities: with a limit of one,
+		// the age is a lower bound.
+		_, err = ex.JobInsertMany(ctx, []driver.JobInsertParams{job("b", "k", 5)})
+		require.NoError(t, err)
+		prio, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "b", CountLimit: 1})
+		require.NoError(t, err)
+		require.True(t, prio.OldestCapped)
 
 		empty, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "a", Window: time.Second})
 		require.NoError(t, err)

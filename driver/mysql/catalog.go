@@ -172,7 +172,7 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
-			SQL: "SELECT MIN(available_at), " + now + " FROM (SELECT available_at FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +
+			SQL: "SELECT MIN(available_at), " + now + ", COUNT(*) FROM (SELECT available_at FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +
 				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now + " ORDER BY priority, available_at, id LIMIT ?) w",
 		},
 		catalog.Statement{

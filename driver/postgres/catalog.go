@@ -174,7 +174,7 @@ func newCatalog() *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
-			SQL: "SELECT MIN(available_at), now() FROM (SELECT available_at FROM lockstep_jobs" +
+			SQL: "SELECT MIN(available_at), now(), COUNT(*) FROM (SELECT available_at FROM lockstep_jobs" +
 				" WHERE queue = $1 AND status = 'PENDING' AND available_at <= now() ORDER BY priority, available_at, id LIMIT $2) w",
 		},
 		catalog.Statement{

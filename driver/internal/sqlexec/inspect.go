@@ -176,8 +176,19 @@ func (e *Executor) RunCountsBounded(ctx context.Context, p *lsdriver.RunCountsBo
 		out.Counts[lsdriver.JobStatus(status)] = int(n)
 		total += int(n)
 	}
-	out.Capped = total >= limit
-	return out, e.wrap(fmt.Sprintf("count run %d", p.RunID), rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, e.wrap(fmt.Sprintf("count run %d", p.RunID), err)
+	}
+	if total == limit {
+		// Exactly limit, or more? Count one id past the limit, from the
+		// run index alone.
+		var ids, floor int64
+		if err := e.queryRow(ctx, "job.page_floor_by_run", []any{p.RunID, int64(math.MaxInt64), limit + 1}, &ids, &floor); err != nil {
+			return nil, e.wrap(fmt.Sprintf("count run %d", p.RunID), err)
+		}
+		out.Capped = ids > int64(limit)
+	}
+	return out, nil
 }
 
 // QueueList lists the queues that have jobs, in name order.
@@ -213,23 +224,33 @@ func (e *Executor) QueueStats(ctx context.Context, p *lsdriver.QueueStatsParams)
 		Finished: map[lsdriver.JobStatus]lsdriver.BoundedCount{},
 	}
 	wrap := func(err error) error { return e.wrap(fmt.Sprintf("stats of queue %q", p.Queue), err) }
+	// Each count reads one entry past the limit, to tell "exactly limit"
+	// from "more".
+	bounded := func(n int64) lsdriver.BoundedCount {
+		if n > int64(limit) {
+			return lsdriver.BoundedCount{N: int64(limit), Capped: true}
+		}
+		return lsdriver.BoundedCount{N: n}
+	}
 	for _, st := range allStatuses {
 		var n int64
-		if err := e.queryRow(ctx, "queue.count", []any{p.Queue, string(st), limit}, &n); err != nil {
+		if err := e.queryRow(ctx, "queue.count", []any{p.Queue, string(st), limit + 1}, &n); err != nil {
 			return nil, wrap(err)
 		}
-		out.Counts[st] = lsdriver.BoundedCount{N: n, Capped: n >= int64(limit)}
+		out.Counts[st] = bounded(n)
 	}
 	for _, st := range []lsdriver.JobStatus{lsdriver.StatusDone, lsdriver.StatusFailed} {
 		var n int64
-		if err := e.queryRow(ctx, "queue.finished", []any{p.Queue, string(st), micros(window), limit}, &n); err != nil {
+		if err := e.queryRow(ctx, "queue.finished", []any{p.Queue, string(st), micros(window), limit + 1}, &n); err != nil {
 			return nil, wrap(err)
 		}
-		out.Finished[st] = lsdriver.BoundedCount{N: n, Capped: n >= int64(limit)}
+		out.Finished[st] = bounded(n)
 	}
-	if err := e.queryRow(ctx, "queue.oldest", []any{p.Queue, limit}, nullTime{&out.OldestAvailableAt}, nullTime{&out.Now}); err != nil {
+	var available int64
+	if err := e.queryRow(ctx, "queue.oldest", []any{p.Queue, limit + 1}, nullTime{&out.OldestAvailableAt}, nullTime{&out.Now}, &available); err != nil {
 		return nil, wrap(err)
 	}
+	out.OldestCapped = available > int64(limit)
 	return out, nil
 }
 
