@@ -13,7 +13,20 @@
 // error, which lockstep records in the job's error history before retrying
 // it (or failing it once its attempts are used up). When the job's context
 // ends — the job was cancelled, timed out, or the client stopped without
-// waiting — the command's whole process group is killed.
+// waiting — the command's whole process group is killed. So is whatever the
+// command left running in its group when it exits: a job does not outlive
+// its command.
+//
+// The command inherits the worker process's environment except for the
+// variables named LOCKSTEP_*, such as LOCKSTEP_DSN (which may hold a
+// database password) and LOCKSTEP_TOKEN, which are lockstep's own settings
+// and not for jobs; Worker.Env can pass any variable on explicitly.
+//
+// The processes the command started are not the worker's children: when
+// they are killed (or exit) after the command, they are reparented to PID 1,
+// normally an init that reaps them. In a container where lockstep itself is
+// PID 1 nothing reaps them and they pile up as zombies, so run it under an
+// init, such as `docker run --init` or tini.
 //
 // Register it like any worker:
 //
@@ -34,9 +47,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lockstep-queue/lockstep"
 )
@@ -99,6 +114,8 @@ type Worker struct {
 	MaxOutputBytes int
 	// Env holds extra KEY=value entries, added to the worker process's own
 	// environment (and before the LOCKSTEP_JOB_* variables, which win).
+	// The inherited environment has no LOCKSTEP_* variables; entries here
+	// may set them.
 	Env []string
 	// Dir is the command's working directory; default the worker process's.
 	Dir string
@@ -203,7 +220,7 @@ func (w *Worker) Work(ctx context.Context, job *lockstep.Job[Args]) error {
 	cmd.Dir = w.Dir
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stderr = stderr
-	cmd.Env = append(append(os.Environ(), w.Env...),
+	cmd.Env = append(append(inheritedEnv(), w.Env...),
 		"LOCKSTEP_JOB_ID="+strconv.FormatInt(job.ID, 10),
 		"LOCKSTEP_JOB_ATTEMPT="+strconv.Itoa(job.Attempts),
 		"LOCKSTEP_JOB_KIND="+job.Kind,
@@ -215,11 +232,15 @@ func (w *Worker) Work(ctx context.Context, job *lockstep.Job[Args]) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("exec: start %s: %w", name, err)
 	}
-	err := cmd.Wait()
 	// Whatever the command left behind in its group goes with it.
-	group.done()
-
+	err := group.wait()
 	if err == nil {
+		return nil
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() == nil {
+		// The command exited 0, but a process that escaped its group (into
+		// a session of its own, say) held its standard error open past
+		// WaitDelay: the command still succeeded.
 		return nil
 	}
 	out, omitted := stderr.tail()
@@ -269,7 +290,32 @@ func (t *tailBuffer) tail() (string, int64) {
 	if over := len(b) - t.max; over > 0 {
 		b = b[over:]
 	}
+	if int64(len(b)) < t.written {
+		// Bytes were dropped before b, which may start inside a UTF-8
+		// character: start at the next one.
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+			b = b[1:]
+		}
+	}
 	s := strings.ToValidUTF8(string(b), "\uFFFD")
 	s = strings.ReplaceAll(s, "\x00", "")
 	return strings.TrimSpace(s), t.written - int64(len(b))
+}
+
+// inheritedEnv is the worker process's environment without the variables
+// named LOCKSTEP_*, which configure lockstep itself (LOCKSTEP_DSN,
+// LOCKSTEP_TOKEN) and may hold secrets no job should see.
+func inheritedEnv() []string {
+	env := os.Environ()
+	kept := env[:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if runtime.GOOS == "windows" {
+			k = strings.ToUpper(k) // Windows names are case-insensitive.
+		}
+		if !strings.HasPrefix(k, "LOCKSTEP_") {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -271,4 +272,88 @@ func alive(pid int) bool {
 		return s[i+2] != 'Z'
 	}
 	return true
+}
+
+// TestExecBackgroundChildHoldingStderr: a command that exits 0 but leaves a
+// background process holding its standard error open succeeds, at once
+// (not after WaitDelay), and the background process is killed with its
+// group.
+func TestExecBackgroundChildHoldingStderr(t *testing.T) {
+	dir := t.TempDir()
+	w := &execjob.Worker{
+		Shell: `sleep 30 & echo $! > "$DIR/child"; echo started >&2; exit 0`,
+		Env:   []string{"DIR=" + dir},
+	}
+	begin := time.Now()
+	require.NoError(t, w.Work(context.Background(), testJob(`{}`)))
+	if runtime.GOOS == "linux" {
+		// The group is killed as soon as the shell exits, closing the
+		// pipe; otherwise this would take WaitDelay (2s).
+		require.Less(t, time.Since(begin), 1500*time.Millisecond)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(dir, "child"))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	require.Eventually(t, func() bool { return !alive(child) }, 10*time.Second, 10*time.Millisecond,
+		"the background sleep was killed with its group")
+}
+
+// TestExecEscapedChildHoldingStderr: a background process that left the
+// command's group (here, into a session of its own) cannot be killed with
+// it and holds standard error open past WaitDelay; the command exited 0,
+// so the job still succeeds.
+func TestExecEscapedChildHoldingStderr(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	dir := t.TempDir()
+	w := &execjob.Worker{
+		Shell: `setsid sh -c 'echo $$ > "$DIR/child.tmp"; mv "$DIR/child.tmp" "$DIR/child"; exec sleep 30' &
+until [ -s "$DIR/child" ]; do sleep 0.01; done; exit 0`,
+		Env: []string{"DIR=" + dir},
+	}
+	err := w.Work(context.Background(), testJob(`{}`))
+	child, perr := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(dir, "child"))))
+	require.NoError(t, perr)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	require.NoError(t, err)
+	require.True(t, alive(child), "the escaped process is out of reach of the group kill")
+}
+
+func TestExecEnvWithoutLockstepSettings(t *testing.T) {
+	t.Setenv("LOCKSTEP_TOKEN", "dashboard-token")
+	t.Setenv("LOCKSTEP_DSN", "postgres://app:secret@db/queue")
+	t.Setenv("LOCKSTEP_SOMETHING_ELSE", "x")
+	t.Setenv("LOCKSTEP_JOB_ID", "inherited")
+	t.Setenv("EXECJOB_TEST_KEPT", "kept")
+	out := t.TempDir()
+	w := &execjob.Worker{
+		Shell: `env | grep '^LOCKSTEP_' | sort > "$OUT/env"; echo "$EXECJOB_TEST_KEPT" > "$OUT/kept"`,
+		Env:   []string{"OUT=" + out, "LOCKSTEP_EXPLICIT=configured"},
+	}
+	require.NoError(t, w.Work(context.Background(), testJob(`{}`)))
+	require.Equal(t, "LOCKSTEP_EXPLICIT=configured\nLOCKSTEP_JOB_ATTEMPT=3\nLOCKSTEP_JOB_ID=42\nLOCKSTEP_JOB_KIND=exec\nLOCKSTEP_JOB_QUEUE=media\n",
+		readFile(t, filepath.Join(out, "env")))
+	require.Equal(t, "kept\n", readFile(t, filepath.Join(out, "kept")), "other variables are inherited")
+}
+
+func TestExecStderrTailStartsAtARune(t *testing.T) {
+	// "ééé" is 6 bytes; the last 5 start inside the first é.
+	w := &execjob.Worker{Shell: `printf '\303\251\303\251\303\251' >&2; exit 1`, MaxOutputBytes: 5}
+	err := w.Work(context.Background(), testJob(`{}`))
+	var ee *execjob.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, "éé", ee.Stderr)
+	require.Equal(t, int64(2), ee.StderrOmitted)
+
+	// 4-byte characters: up to 3 continuation bytes are skipped.
+	w = &execjob.Worker{Shell: `printf 'a\360\237\230\200\360\237\230\200' >&2; exit 1`, MaxOutputBytes: 5}
+	require.ErrorAs(t, w.Work(context.Background(), testJob(`{}`)), &ee)
+	require.Equal(t, "😀", ee.Stderr)
+	require.Equal(t, int64(5), ee.StderrOmitted)
+
+	// Nothing dropped: a stray continuation byte is kept (as U+FFFD).
+	w = &execjob.Worker{Shell: `printf '\251ok' >&2; exit 1`}
+	require.ErrorAs(t, w.Work(context.Background(), testJob(`{}`)), &ee)
+	require.Equal(t, "\uFFFDok", ee.Stderr)
 }
