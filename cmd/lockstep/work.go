@@ -55,7 +55,9 @@ LOCKSTEP_JOB_QUEUE. Exit status 0 finishes the job DONE; any other is an
 error holding the exit code and the end of the command's standard error,
 recorded in the job's error history before it is retried (or FAILED once
 its attempts are used up). A job cancelled or timed out (--exec-timeout)
-has its command's process group killed.
+has its command's process group killed. The command inherits this process's
+environment except its LOCKSTEP_* settings (the DSN and the dashboard token
+stay out of jobs' reach).
 
 --kind demo runs the demo's kinds (resize, flaky, rate_limited, slow).
 
