@@ -187,6 +187,122 @@ func TestDashboardRetryAndHTMXCancelRun(t *testing.T) {
 	require.Equal(t, "lockstep-changed", r.header.Get("HX-Trigger"))
 }
 
+// TestDashboardHTMXJobActionsRefreshThePage: a job cancelled or retried
+// through htmx answers with its row and the event that reloads the rest
+// of the page: the run's summary (progress) and its job list.
+func TestDashboardHTMXJobActionsRefreshThePage(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, openSQLite(t))
+	b := newBrowser(t, newDashboard(t, dashboard.Config{Client: f.client}))
+	runPage := fmt.Sprintf("/runs/%d", f.alpha)
+	body := b.page(runPage)
+	require.Contains(t, body, fmt.Sprintf(`<div id="run-summary" hx-get="%s" hx-trigger="lockstep-changed from:body" hx-select="#run-summary" hx-swap="outerHTML">`, runPage))
+	require.Contains(t, body, fmt.Sprintf(`<div id="jobs" hx-get="%s" hx-trigger="lockstep-changed from:body"`, runPage))
+	token := b.csrf(runPage)
+	htmx := map[string]string{"HX-Request": "true", "Origin": b.base, "Sec-Fetch-Site": "same-origin"}
+
+	r := b.do(http.MethodPost, fmt.Sprintf("/jobs/%d/retry", f.failed), url.Values{"csrf": {token}, "next": {runPage}}, htmx)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	require.True(t, strings.HasPrefix(r.body, fmt.Sprintf(`<tr id="job-%d"`, f.failed)), r.body)
+	require.Contains(t, r.body, "Put back to PENDING")
+	require.Equal(t, "lockstep-changed", r.header.Get("HX-Trigger"))
+	j, err := f.client.Job(ctx, f.failed)
+	require.NoError(t, err)
+	require.Equal(t, lockstep.StatusPending, j.Status)
+	// What the reload then shows: the run is active again.
+	require.Contains(t, b.page(runPage), fmt.Sprintf(`data-testid="run-%d-status" class="state state-ACTIVE">ACTIVE<`, f.alpha))
+
+	r = b.do(http.MethodPost, fmt.Sprintf("/jobs/%d/cancel", f.failed), url.Values{"csrf": {token}, "next": {runPage}}, htmx)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	require.Contains(t, r.body, "Cancelled.")
+	require.Equal(t, "lockstep-changed", r.header.Get("HX-Trigger"))
+
+	// Without htmx, a redirect (the next page load is fresh anyway).
+	r = b.do(http.MethodPost, fmt.Sprintf("/jobs/%d/cancel", f.lonely), url.Values{"csrf": {token}}, nil)
+	require.Equal(t, http.StatusSeeOther, r.status, r.body)
+	require.Empty(t, r.header.Get("HX-Trigger"))
+}
+
+// TestDashboardQueuesLimit: when the queues read stops at MaxQueues, the
+// page says that it shows only the first ones.
+func TestDashboardQueuesLimit(t *testing.T) {
+	f := newFixture(t, openSQLite(t)) // two queues: idle and work
+	for _, c := range []struct {
+		max  int
+		note bool
+	}{{1, true}, {2, true}, {3, false}, {0, false}} {
+		b := newBrowser(t, newDashboard(t, dashboard.Config{Client: f.client, MaxQueues: c.max}))
+		for _, path := range []string{"/", "/queues/table"} {
+			body := b.page(path)
+			if c.note {
+				require.Contains(t, body, fmt.Sprintf(`data-testid="queues-limited">Showing the first %d queues:`, c.max), "MaxQueues %d", c.max)
+			} else {
+				require.NotContains(t, body, `data-testid="queues-limited"`, "MaxQueues %d", c.max)
+				require.Contains(t, body, `data-testid="queue-idle"`)
+				require.Contains(t, body, `data-testid="queue-work"`)
+			}
+		}
+	}
+}
+
+// TestDashboardAuthSchemes: an Authorization header of another scheme
+// (Basic, from a proxy that authenticates in front of the dashboard) is
+// not the dashboard's: the login page, the assets and the session cookie
+// work through it, and it never stands in for the CSRF token. The Bearer
+// scheme is matched case-insensitively.
+func TestDashboardAuthSchemes(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, openSQLite(t))
+	const secret = "s3cret-token"
+	b := newBrowser(t, newDashboard(t, dashboard.Config{Client: f.client, Token: secret}))
+	basic := map[string]string{"Authorization": "Basic YWxpY2U6cHJveHktcGFzc3dvcmQ="}
+
+	r := b.do(http.MethodGet, "/login", nil, basic)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	token := reCSRF.FindStringSubmatch(r.body)
+	require.NotNil(t, token, r.body)
+	require.Equal(t, http.StatusOK, b.do(http.MethodGet, "/static/htmx.min.js", nil, basic).status)
+	require.Equal(t, http.StatusNoContent, b.do(http.MethodGet, "/favicon.ico", nil, basic).status)
+
+	// Not logged in: refused, and a browser is shown the login form.
+	require.Equal(t, http.StatusUnauthorized, b.do(http.MethodGet, "/runs", nil, basic).status)
+	r = b.do(http.MethodGet, "/runs", nil, map[string]string{"Authorization": basic["Authorization"], "Accept": "text/html"})
+	require.Equal(t, http.StatusUnauthorized, r.status)
+	require.Contains(t, r.body, `action="/login"`)
+
+	// Logging in through the proxy sets the cookie, which then works.
+	r = b.do(http.MethodPost, "/login", url.Values{"csrf": {token[1]}, "token": {secret}, "next": {"/runs"}}, basic)
+	require.Equal(t, http.StatusSeeOther, r.status, r.body)
+	r = b.do(http.MethodGet, "/runs", nil, basic)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	require.Contains(t, r.body, "alpha")
+
+	// A browser sends Basic credentials on its own: they are no reason to
+	// skip the CSRF token.
+	cancelLonely := fmt.Sprintf("/jobs/%d/cancel", f.lonely)
+	require.Equal(t, http.StatusForbidden, b.do(http.MethodPost, cancelLonely, url.Values{}, basic).status)
+	j, err := f.client.Job(ctx, f.lonely)
+	require.NoError(t, err)
+	require.Equal(t, lockstep.StatusPending, j.Status)
+	r = b.do(http.MethodPost, cancelLonely, url.Values{"csrf": {token[1]}}, basic)
+	require.Equal(t, http.StatusSeeOther, r.status, r.body)
+
+	// The scheme's name is case-insensitive; the token is not.
+	anon := newBrowser(t, newDashboard(t, dashboard.Config{Client: f.client, Token: secret}))
+	for _, h := range []string{"bearer " + secret, "BEARER " + secret, "Bearer  " + secret} {
+		r = anon.do(http.MethodGet, "/runs", nil, map[string]string{"Authorization": h})
+		require.Equal(t, http.StatusOK, r.status, h)
+	}
+	for _, h := range []string{"bearer " + strings.ToUpper(secret), "bearer", "Bearer wrong"} {
+		require.Equal(t, http.StatusUnauthorized, anon.do(http.MethodGet, "/runs", nil, map[string]string{"Authorization": h}).status, h)
+	}
+	// A wrong bearer token is refused even on a public path.
+	require.Equal(t, http.StatusUnauthorized, anon.do(http.MethodGet, "/login", nil, map[string]string{"Authorization": "Bearer wrong"}).status)
+	// With the token, no CSRF token is needed, whatever the case.
+	r = anon.do(http.MethodPost, fmt.Sprintf("/runs/%d/cancel", f.beta), url.Values{}, map[string]string{"Authorization": "bearer " + secret})
+	require.Equal(t, http.StatusSeeOther, r.status, r.body)
+}
+
 // TestDashboardAuth: with a token, nothing is served without it (bearer
 // or the login cookie); actions need the CSRF token on top of the cookie.
 func TestDashboardAuth(t *testing.T) {

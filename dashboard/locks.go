@@ -90,10 +90,23 @@ func (m *lockMonitor) pollDeadlocks(ctx context.Context) error {
 	m.pollMu.Lock()
 	defer m.pollMu.Unlock()
 	err := m.poll(ctx)
+	if err != nil && abandoned(ctx) {
+		// The caller went away (a page load the user left, or serve
+		// stopping): that says nothing about the server, so the last
+		// poll's outcome stays what the page shows.
+		return err
+	}
 	m.mu.Lock()
 	m.lastErr, m.lastPoll = err, time.Now()
 	m.mu.Unlock()
 	return err
+}
+
+// abandoned reports a context cancelled by its caller, as opposed to one
+// whose deadline passed (a timeout is the database being slow, which the
+// page should show).
+func abandoned(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
 }
 
 func (m *lockMonitor) poll(ctx context.Context) error {
@@ -333,7 +346,7 @@ func (s *Server) handleLocks(w http.ResponseWriter, r *http.Request) {
 		s.pgDeadlocks(ctx, &d)
 	default:
 		d.Kind = "innodb"
-		if err := s.locks.pollDeadlocks(ctx); err != nil {
+		if err := s.locks.pollDeadlocks(ctx); err != nil && !abandoned(ctx) {
 			s.logger.Warn("dashboard: read deadlocks", "err", redact(err.Error()))
 		}
 		ring, other, err, last := s.locks.deadlocks()

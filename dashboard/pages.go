@@ -88,6 +88,9 @@ type queuesTable struct {
 	Chart      chart
 	Error      string
 	Now        time.Time
+	// MaxQueues is set when the read stopped at Config.MaxQueues: there
+	// may be more queues than the table shows.
+	MaxQueues int
 }
 
 type queuesData struct {
@@ -141,6 +144,9 @@ func (s *Server) queuesTable(r *http.Request) queuesTable {
 		s.logger.Error("dashboard: queue stats", "err", redact(err.Error()))
 		t.Error = "reading queue stats: " + redact(err.Error())
 	}
+	if len(stats) >= s.cfg.MaxQueues {
+		t.MaxQueues = s.cfg.MaxQueues
+	}
 	for _, st := range stats {
 		row := queueRow{Queue: st.Queue, Oldest: "—", Done: st.Finished[lockstep.StatusDone], Failed: st.Finished[lockstep.StatusFailed]}
 		for _, status := range allStatuses {
@@ -148,6 +154,11 @@ func (s *Server) queuesTable(r *http.Request) queuesTable {
 		}
 		if !st.OldestAvailableAt.IsZero() {
 			row.Oldest = fmtDur(max(st.Now.Sub(st.OldestAvailableAt), 0))
+			if st.OldestCapped {
+				// More jobs are available than were read: one of a later
+				// priority may have waited longer.
+				row.Oldest = "≥" + row.Oldest
+			}
 		}
 		row.Rate, row.Capped = queueRate(st, s.cfg.Window)
 		t.Total += row.Rate
@@ -579,5 +590,8 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, what string, 
 	}
 	row := newJobRow(j, info(r).csrfToken, next)
 	row.Note = actionMessages[outcome]
+	// The row is swapped in place; the rest of the page (a run's progress
+	// and its job list) reloads on this event, as after a run's cancel.
+	changed(w)
 	s.render(w, r, http.StatusOK, "partials.html", "job-row", row)
 }

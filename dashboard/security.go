@@ -90,9 +90,11 @@ func (s *Server) secure(next http.Handler) http.Handler {
 
 		public := strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/login" || r.URL.Path == "/favicon.ico"
 		if s.cfg.Token != "" {
-			if auth := r.Header.Get("Authorization"); auth != "" {
-				tok, ok := strings.CutPrefix(auth, "Bearer ")
-				if !ok || !s.tokenOK(tok) {
+			// Only a Bearer header is ours: another scheme (Basic from a
+			// proxy that authenticates in front of the dashboard) is left
+			// alone, and the cookie and public paths decide.
+			if tok, ok := bearerToken(r); ok {
+				if !s.tokenOK(tok) {
 					s.unauthorized(w, r)
 					return
 				}
@@ -158,11 +160,22 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if r.Method == http.MethodGet && r.Header.Get("Authorization") == "" && strings.Contains(r.Header.Get("Accept"), "text/html") {
+	if _, bearer := bearerToken(r); r.Method == http.MethodGet && !bearer && strings.Contains(r.Header.Get("Accept"), "text/html") {
 		s.renderLogin(w, r, http.StatusUnauthorized, r.URL.RequestURI(), "")
 		return
 	}
 	http.Error(w, "unauthorized: send Authorization: Bearer <token> or log in at /login", http.StatusUnauthorized)
+}
+
+// bearerToken returns the credentials of an Authorization header of the
+// Bearer scheme, whose name is case-insensitive (RFC 9110 §11.1); ok is
+// false without the header or with another scheme.
+func bearerToken(r *http.Request) (token string, ok bool) {
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
 }
 
 // tokenOK compares in constant time; hashing first makes the comparison

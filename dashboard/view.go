@@ -99,19 +99,27 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, status int,
 	s.render(w, r, status, "error.html", "layout", errorData{base: s.base(r, http.StatusText(status), ""), Status: status, Message: msg})
 }
 
-// reURLPassword finds the password of a URL-form DSN; reKVPassword a
-// key=value one. Database errors do not normally carry either, but the
-// dashboard never shows one even if they do.
+// reURLPassword finds the password of a URL-form DSN
+// (scheme://user:password@host); reKVPassword a key=value one;
+// reTCPPassword a go-sql-driver/mysql one (user:password@tcp(host)/db).
+// Database errors do not normally carry any, but the dashboard never
+// shows one even if they do.
+//
+// A password may hold '/', ':' and '@' (go-sql-driver/mysql reads it up
+// to the last '@' before the address, and people type them unescaped in
+// URLs too), so it runs, greedily, to the last '@' of the DSN, which
+// ends at white space: over-redacting a '@' in a query string is better
+// than showing the rest of a password.
 var (
-	reURLPassword = regexp.MustCompile(`(://[^:/@\s]*):[^@\s]*@`)
+	reURLPassword = regexp.MustCompile(`(://[^:/@\s]*):\S*@`)
 	reKVPassword  = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
-	reTCPPassword = regexp.MustCompile(`([\w.-]+):[^@\s/]*@(tcp|unix)\(`)
+	reTCPPassword = regexp.MustCompile(`([^\s:/@"'=]+):\S*@(\w*\()`)
 )
 
 func redact(s string) string {
 	s = reURLPassword.ReplaceAllString(s, "$1:***@")
 	s = reKVPassword.ReplaceAllString(s, "$1***")
-	s = reTCPPassword.ReplaceAllString(s, "$1:***@$2(")
+	s = reTCPPassword.ReplaceAllString(s, "$1:***@$2")
 	return s
 }
 

@@ -25,6 +25,18 @@ func TestDashboardSafeNextAndRedact(t *testing.T) {
 	require.Equal(t, "dial mysql://app:***@db:3306/q failed", redact("dial mysql://app:hunter2@db:3306/q failed"))
 	require.Equal(t, "host=db password=*** user=x", redact("host=db password=hunter2 user=x"))
 	require.Equal(t, "app:***@tcp(db:3306)/q", redact("app:hunter2@tcp(db:3306)/q"))
+	// Passwords holding '/', ':' or '@': up to the last '@' before the host.
+	for in, want := range map[string]string{
+		"dial mysql://app:p@ss/w@rd@db:3306/q failed":                                       "dial mysql://app:***@db:3306/q failed",
+		`open "postgres://app:a/b:c@@db/q?sslmode=disable"`:                                 `open "postgres://app:***@db/q?sslmode=disable"`,
+		"mariadb://root:@@/@db/q and mysql://u:x@y@other/db":                                "mariadb://root:***@db/q and mysql://u:***@other/db",
+		"app:p@ss/w@rd@tcp(db:3306)/q?parseTime=true":                                       "app:***@tcp(db:3306)/q?parseTime=true",
+		"dsn app:s3:cr/t@unix(/run/mysqld/mysqld.sock)/q":                                   "dsn app:***@unix(/run/mysqld/mysqld.sock)/q",
+		"Error 1045 (28000): Access denied for user 'app'@'10.0.0.1' (using password: YES)": "Error 1045 (28000): Access denied for user 'app'@'10.0.0.1' (using password: YES)",
+		"postgres://app@db/q": "postgres://app@db/q",
+	} {
+		require.Equal(t, want, redact(in), in)
+	}
 	require.True(t, loopbackHost("127.0.0.1:80"))
 	require.True(t, loopbackHost("[::1]:8080"))
 	require.True(t, loopbackHost("LOCALHOST"))

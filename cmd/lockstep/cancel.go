@@ -55,7 +55,7 @@ func newCancelRunCmd(c *cli) *cobra.Command {
 					return outJSON(c.stdout, out)
 				}
 				_, err = fmt.Fprintf(c.stdout, "run %d (%s) is %s; %d of its jobs were cancelled\n",
-					res.Run.ID, res.Run.Name, res.Run.Status, len(res.Cancelled))
+					res.Run.ID, outSafe(res.Run.Name, false), res.Run.Status, len(res.Cancelled))
 				return err
 			})
 		},

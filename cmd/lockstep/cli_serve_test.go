@@ -29,8 +29,8 @@ func TestCLIServeAndToolsThroughBinary(t *testing.T) {
 		cmd.Env = append(cmd.Env, "LOCKSTEP_TOKEN=")
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
+		stderr := &syncBuffer{}
+		cmd.Stderr = stderr
 		require.NoError(t, cmd.Start())
 		line, err := bufio.NewReader(stdout).ReadString('\n')
 		require.NoError(t, err, "serve printed no address; stderr: %s", stderr.String())

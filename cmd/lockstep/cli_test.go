@@ -657,3 +657,66 @@ func processAlive(pid int) bool {
 	}
 	return true
 }
+
+// TestCLIOutputEscapesControlCharacters: text read from the database (an
+// error history holding a command's stderr, args, a run's name) reaches
+// the terminal with its control characters escaped, never as escape
+// sequences; --json keeps it exact.
+func TestCLIOutputEscapesControlCharacters(t *testing.T) {
+	const red = "\x1b[31m"
+	noControls := func(t *testing.T, out string) {
+		t.Helper()
+		for _, r := range out {
+			require.False(t, (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f), "control character %U in:\n%s", r, out)
+		}
+	}
+	j := &lockstep.JobRow{
+		ID: 7, Queue: "default", Kind: "exec", Status: lockstep.StatusFailed, Attempts: 2, MaxAttempts: 2,
+		Args:      []byte("{\"title\": \"\u009b2J\"}"),
+		LastError: "exec: command exited with code 3; stderr:\nboom " + red + "red\x1b[0m\a",
+		Errors: []lockstep.AttemptError{
+			{Attempt: 1, Error: "first\r\n\tindented " + red + "red\x1b[0m\rover\x00"},
+			{Attempt: 2, Error: "exec: command exited with code 3; stderr:\nboom " + red + "red\x1b[0m\a"},
+		},
+	}
+	var table bytes.Buffer
+	require.NoError(t, writeJobsTable(&table, []*lockstep.JobRow{j}))
+	noControls(t, table.String())
+	require.Contains(t, table.String(), `stderr: boom \x1b[31mred\x…`, "escaped, then cut")
+
+	var show bytes.Buffer
+	require.NoError(t, writeJobDetail(&show, j))
+	noControls(t, show.String())
+	require.Contains(t, show.String(), "  attempt 1 at -:\n    first\n    \tindented \\x1b[31mred\\x1b[0m\\rover\\x00\n", "newlines and tabs kept, CR escaped")
+	require.Contains(t, show.String(), "  attempt 2 at -:\n    exec: command exited with code 3; stderr:\n    boom \\x1b[31mred\\x1b[0m\\x07\n")
+	require.Contains(t, show.String(), `"title": "\u009b2J"`)
+	require.Regexp(t, `(?m)^last error:\s+exec: command exited with code 3; stderr: boom \\x1b\[31mred\\x1b\[0m\\x07$`, show.String())
+	require.Equal(t, "a\\x1bb\\u009b\\xff\\n\\t√", outSafe("a\x1bb\u009b\xff\n\t√", false))
+	require.Equal(t, "a\\x1bb\n\t√", outSafe("a\x1bb\n\t√", true))
+
+	// Through the commands: a run's name and args as stored.
+	dsnURL := "sqlite:" + filepath.Join(t.TempDir(), "q.db")
+	code, _, errOut := runCLI(t, "--dsn", dsnURL, "migrate", "up")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := runCLI(t, "--dsn", dsnURL, "enqueue", "exec", "--new-run", "nightly"+red+"\x1b]0;pwned\a", "{\"title\": \"\u009b2J\"}")
+	require.Equal(t, 0, code, errOut)
+	id := strings.TrimSpace(out)
+	code, out, errOut = runCLI(t, "--dsn", dsnURL, "runs")
+	require.Equal(t, 0, code, errOut)
+	noControls(t, out)
+	require.Contains(t, out, `nightly\x1b[31m\x1b]0;pwned\x07`)
+	code, out, errOut = runCLI(t, "--dsn", dsnURL, "jobs", "show", id)
+	require.Equal(t, 0, code, errOut)
+	noControls(t, out)
+	require.Contains(t, out, `"title": "\u009b2J"`)
+	var runs runsListOut
+	code, out, errOut = runCLI(t, "--dsn", dsnURL, "runs", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &runs))
+	require.Equal(t, "nightly"+red+"\x1b]0;pwned\a", runs.Runs[0].Name, "JSON is exact")
+	var job jobOut
+	code, out, errOut = runCLI(t, "--dsn", dsnURL, "jobs", "show", id, "--json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &job))
+	require.JSONEq(t, "{\"title\": \"\u009b2J\"}", string(job.Args))
+}

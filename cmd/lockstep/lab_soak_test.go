@@ -37,7 +37,10 @@ func TestLabSoakOnSQLite(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	require.Equal(t, "sqlite", res.Dialect)
 	require.EqualValues(t, 7, res.Seed)
-	require.InDelta(t, 3, res.LoadSeconds, 1)
+	// The load runs for the duration and then drains: at least 3 s, and
+	// not wildly more (a loaded CI machine may add seconds).
+	require.GreaterOrEqual(t, res.LoadSeconds, 3.0)
+	require.Less(t, res.LoadSeconds, 60.0)
 	require.Zero(t, res.ProblemCount, "%v", res.Problems)
 	require.Zero(t, res.Lost)
 	require.Zero(t, res.DoubleFinished)

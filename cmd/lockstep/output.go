@@ -111,10 +111,46 @@ func outAge(d time.Duration) string {
 	}
 }
 
+// outSafe makes text from the database (a job's errors, which hold a
+// command's stderr; its args, queue and kind; a run's name) safe to print
+// on a terminal: C0 and C1 control characters, DEL and bytes that are not
+// UTF-8 are shown as Go escapes (ESC as \x1b, CSI as \u009b), so no
+// escape sequence reaches the terminal. With multiline, newlines and tabs
+// are kept. JSON output needs none of this: encoding/json escapes C0 and
+// the reader decodes it.
+func outSafe(s string, multiline bool) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case multiline && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r <= 0x9f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
 // outCell makes text fit a table cell: its lines joined, white space
-// collapsed, at most max runes, with an ellipsis when cut.
+// collapsed, control characters escaped (outSafe), at most max runes,
+// with an ellipsis when cut.
 func outCell(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = outSafe(strings.Join(strings.Fields(s), " "), false)
 	if s == "" {
 		return "-"
 	}
@@ -237,8 +273,8 @@ func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
 	rows := [][2]string{
 		{"id", strconv.FormatInt(j.ID, 10)},
 		{"run", run},
-		{"queue", j.Queue},
-		{"kind", j.Kind},
+		{"queue", outSafe(j.Queue, false)},
+		{"kind", outSafe(j.Kind, false)},
 		{"status", string(j.Status)},
 		{"priority", strconv.Itoa(j.Priority)},
 		{"attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts)},
@@ -261,7 +297,7 @@ func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
 		pretty.Reset()
 		pretty.Write(j.Args)
 	}
-	fmt.Fprintf(w, "  %s\n", pretty.String())
+	fmt.Fprintf(w, "  %s\n", outSafe(pretty.String(), true))
 	if len(j.Errors) == 0 {
 		fmt.Fprintln(w, "errors: none")
 		return nil
@@ -270,7 +306,7 @@ func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
 	for _, e := range j.Errors {
 		fmt.Fprintf(w, "  attempt %d at %s:\n", e.Attempt, outTime(e.At))
 		for _, line := range strings.Split(strings.TrimRight(e.Error, "\n"), "\n") {
-			fmt.Fprintf(w, "    %s\n", strings.TrimRight(line, "\r"))
+			fmt.Fprintf(w, "    %s\n", outSafe(strings.TrimRight(line, "\r"), true))
 		}
 	}
 	return nil

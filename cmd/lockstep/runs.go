@@ -154,7 +154,7 @@ func writeRunDetail(c *cli, out runShowOut, page *lockstep.JobPage) error {
 	w := c.stdout
 	tw := outTable(w)
 	fmt.Fprintf(tw, "id:\t%d\n", r.ID)
-	fmt.Fprintf(tw, "name:\t%s\n", r.Name)
+	fmt.Fprintf(tw, "name:\t%s\n", outSafe(r.Name, false))
 	fmt.Fprintf(tw, "status:\t%s\n", r.state())
 	created, cancelled := "-", "-"
 	if r.CreatedAt != nil {

@@ -9,8 +9,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -55,6 +58,11 @@ The process runs the reaper, which returns jobs of dead workers to PENDING.
 It runs workers only when asked: --kind, --queue, --workers and --command
 work as in 'lockstep work'.
 
+On SIGINT or SIGTERM the workers stop claiming at once, and serve waits up
+to --stop-timeout, in all, for the requests in flight and the running jobs.
+A second signal, or the timeout, cancels the running jobs (they are retried
+later), and serve then exits with status 1, as 'lockstep work' does.
+
 Without a token the dashboard can only listen on a loopback address, and
 answers only requests addressed to localhost, 127.0.0.1 or [::1]. With
 --token (or $LOCKSTEP_TOKEN, which keeps it out of the process list) every
@@ -76,7 +84,7 @@ sets.`,
 	f.StringVar(&o.token, "token", "", "token required on every request (default $LOCKSTEP_TOKEN)")
 	f.IntVar(&o.countLimit, "count-limit", 10_000, "counts shown stop at this many (shown as ≥N), so pages stay fast on large tables")
 	f.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure (when served over HTTPS, e.g. behind a TLS proxy)")
-	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for requests and running jobs")
+	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for requests and running jobs, together (a second signal cancels them at once)")
 	f.StringArrayVar(&o.work.queues, "queue", nil, "with --kind: queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
 	f.IntVar(&o.work.workers, "workers", 10, "with --kind: jobs run at once per queue given without =N")
 	f.StringSliceVar(&o.work.kinds, "kind", nil, "run workers for these kinds: exec (needs --command) or demo (repeatable; default: no workers)")
@@ -232,7 +240,13 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
+	// On a signal the shutdown below stops the client; this stops it when
+	// serve fails before that.
+	clientStopped := false
 	defer func() {
+		if clientStopped {
+			return
+		}
 		stopCtx, cancel := context.WithTimeout(context.Background(), o.stopTimeout)
 		defer cancel()
 		if err := client.Stop(stopCtx); err != nil {
@@ -296,13 +310,54 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	c.logger.Info("shutting down: finishing requests, then stopping workers and the reaper")
-	shutCtx, cancel := context.WithTimeout(context.Background(), o.stopTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
+	// One deadline for everything: the workers stop claiming at once and
+	// their running jobs finish while the requests in flight do.
+	stopCtx, interrupted, release := gracefulStop(o.stopTimeout,
+		fmt.Errorf("--stop-timeout %s passed", o.stopTimeout), c.logger)
+	defer release()
+	c.logger.Info("shutting down: no new jobs are claimed; finishing requests and running jobs (a second signal cancels them)", "timeout", o.stopTimeout)
+	clientStopped = true
+	stopped := make(chan error, 1)
+	go func() { stopped <- client.Stop(stopCtx) }()
+	if err := srv.Shutdown(stopCtx); err != nil {
 		_ = srv.Close()
-		c.logger.Warn("requests did not finish in time", "err", err)
+		c.logger.Warn("requests in flight did not finish: their connections were closed", "reason", context.Cause(stopCtx))
 	}
 	<-served
+	if err := <-stopped; err != nil {
+		if interrupted() {
+			return errors.New("stopped by a second signal: running jobs were cancelled and will be retried")
+		}
+		return fmt.Errorf("running jobs did not finish within --stop-timeout %s: they were cancelled and will be retried", o.stopTimeout)
+	}
 	return nil
+}
+
+// gracefulStop is the context a graceful stop after SIGINT or SIGTERM runs
+// under, as `lockstep work` stops: it ends after timeout (its cause then
+// is onTimeout), or at once on a second SIGINT or SIGTERM, which cancels
+// the running jobs rather than waiting for them; interrupted reports that.
+// The second signal is watched from this call on: call it once the first
+// has been seen (the caller's context is done). release stops watching.
+func gracefulStop(timeout time.Duration, onTimeout error, logger *slog.Logger) (ctx context.Context, interrupted func() bool, release func()) {
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, onTimeout)
+	var second atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-again:
+			logger.Warn("second signal: cancelling running jobs")
+			second.Store(true)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, second.Load, func() {
+		signal.Stop(again)
+		cancel()
+		<-done
+	}
 }

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +81,13 @@ func (b *syncBuffer) String() string {
 // its URL and a stop function (the signal) that returns its exit code.
 func startServe(t *testing.T, env map[string]string, args ...string) (string, func() int) {
 	t.Helper()
+	url, stop, _ := startServeLog(t, env, args...)
+	return url, stop
+}
+
+// startServeLog is startServe that also returns serve's stderr.
+func startServeLog(t *testing.T, env map[string]string, args ...string) (string, func() int, *syncBuffer) {
+	t.Helper()
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
@@ -102,14 +115,14 @@ func startServe(t *testing.T, env map[string]string, args ...string) (string, fu
 	select {
 	case u := <-stdout.url:
 		require.Equal(t, "listening on "+u+"\n", stdout.String(), "one line on stdout")
-		return u, stop
+		return u, stop, stderr
 	case code := <-exited:
 		stopped = true
 		t.Fatalf("serve exited with %d before listening; stderr:\n%s", code, stderr)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("serve did not listen; stderr:\n%s", stderr)
 	}
-	return "", stop
+	return "", stop, stderr
 }
 
 func httpGet(t *testing.T, url string, header map[string]string) (int, string) {
@@ -209,4 +222,148 @@ func TestServeTokenAndWorkers(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `lockstep_jobs_finished_total{kind="exec",queue="default",status="DONE"} 1`)
 	require.Equal(t, 0, stop())
+}
+
+// blockedJobDir makes a fifo and an exec command that writes "started"
+// to it, then runs until killed: reading the fifo returns once the job is
+// RUNNING, with no polling.
+func blockedJobDir(t *testing.T) (fifo, command string) {
+	t.Helper()
+	fifo = filepath.Join(t.TempDir(), "started")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	return fifo, fmt.Sprintf("cat >/dev/null; echo started > '%s'; exec sleep 300", fifo)
+}
+
+// waitStarted blocks until the job's command opened and wrote the fifo.
+func waitStarted(t *testing.T, fifo string) {
+	t.Helper()
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		read <- b
+	}()
+	select {
+	case b := <-read:
+		require.Equal(t, "started\n", string(b))
+	case <-time.After(60 * time.Second):
+		t.Fatal("the job's command did not start")
+	}
+}
+
+// blockRequest sends a POST whose body never comes and returns once its
+// handler is reading the body (the server answered "100 Continue"), so
+// the request is in flight when serve is stopped.
+func blockRequest(t *testing.T, base string) net.Conn {
+	t.Helper()
+	host := strings.TrimPrefix(base, "http://")
+	conn, err := net.Dial("tcp", host)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	_, err = fmt.Fprintf(conn, "POST /login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n", host)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(60*time.Second)))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", line)
+	return conn
+}
+
+// TestServeStopSharesOneDeadline: stopped while a job runs and a request
+// is in flight, serve waits --stop-timeout once for both (not once for
+// the requests, then again for the jobs), cancels the job, which goes
+// back to PENDING, and exits 1, as `lockstep work` does.
+func TestServeStopSharesOneDeadline(t *testing.T) {
+	dsnURL := "sqlite:" + filepath.Join(t.TempDir(), "q.db")
+	code, _, errOut := runCLI(t, "--dsn", dsnURL, "migrate", "up")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := runCLI(t, "--dsn", dsnURL, "enqueue", "exec", `{}`)
+	require.Equal(t, 0, code, errOut)
+	id := strings.TrimSpace(out)
+	fifo, command := blockedJobDir(t)
+
+	const stopTimeout = 3 * time.Second
+	url, stop, stderr := startServeLog(t, map[string]string{"LOCKSTEP_TOKEN": ""}, "--dsn", dsnURL,
+		"--kind", "exec", "--command", command, "--poll", "50ms", "--stop-timeout", stopTimeout.String())
+	waitStarted(t, fifo)
+	conn := blockRequest(t, url)
+
+	start := time.Now()
+	code = stop()
+	elapsed := time.Since(start)
+	require.Equal(t, 1, code, "running jobs were cancelled: exit status 1; stderr:\n%s", stderr)
+	require.True(t, strings.HasSuffix(stderr.String(), "lockstep: running jobs did not finish within --stop-timeout 3s: they were cancelled and will be retried\n"), stderr.String())
+	require.Contains(t, stderr.String(), `msg="requests in flight did not finish: their connections were closed" reason="--stop-timeout 3s passed"`)
+	require.GreaterOrEqual(t, elapsed, stopTimeout, "serve waited for the job and the request")
+	require.Less(t, elapsed, stopTimeout+stopTimeout*2/3, "one deadline for requests and jobs, not one after the other")
+
+	// The request's connection was closed at the deadline.
+	_, err := io.ReadAll(conn)
+	require.NoError(t, err)
+
+	var j jobOut
+	code, out, errOut = runCLI(t, "--dsn", dsnURL, "jobs", "show", id, "--json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	require.Equal(t, lockstep.StatusPending, j.Status, "the cancelled job is retried later")
+}
+
+// TestServeSecondSignal: a second SIGTERM stops serve at once, cancelling
+// the running job rather than waiting --stop-timeout, with exit status 1.
+func TestServeSecondSignal(t *testing.T) {
+	l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: "sqlite:" + filepath.Join(t.TempDir(), "q.db")}
+	require.Contains(t, l.ok("migrate", "up"), "schema is at version")
+	id := l.enqueue("exec", `{}`)
+	fifo, command := blockedJobDir(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := l.command(ctx, "serve", "--addr", "127.0.0.1:0", "--kind", "exec", "--command", command,
+		"--poll", "50ms", "--stop-timeout", "10m")
+	cmd.Env = append(cmd.Env, "LOCKSTEP_TOKEN=")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	// The log, line by line; shuttingDown is closed once serve watches
+	// for the second signal.
+	var logMu sync.Mutex
+	var log strings.Builder
+	shuttingDown := make(chan struct{})
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		sc := bufio.NewScanner(stderr)
+		seen := false
+		for sc.Scan() {
+			logMu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			logMu.Unlock()
+			if !seen && strings.Contains(sc.Text(), "shutting down") {
+				seen = true
+				close(shuttingDown)
+			}
+		}
+	}()
+	logs := func() string {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return log.String()
+	}
+
+	waitStarted(t, fifo)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-shuttingDown:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not start shutting down:\n%s", logs())
+	}
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	<-logDone
+	err = cmd.Wait()
+	require.Less(t, time.Since(start), time.Minute, "not --stop-timeout")
+	require.Error(t, err, logs())
+	require.Equal(t, 1, cmd.ProcessState.ExitCode(), logs())
+	require.Contains(t, logs(), "second signal: cancelling running jobs")
+	require.Contains(t, logs(), "lockstep: stopped by a second signal: running jobs were cancelled and will be retried\n")
+	require.Equal(t, lockstep.StatusPending, l.job(id).Status, "the cancelled job is retried later")
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -215,29 +212,13 @@ func (c *cli) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 	c.logger.Info("working; stop with SIGINT or SIGTERM", "queues", strings.Join(names, ","), "kinds", strings.Join(kinds, ","))
 
 	<-ctx.Done()
-	// A second signal cancels the running jobs rather than waiting.
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
-	stopCtx, cancel := context.WithTimeoutCause(context.Background(), o.stopTimeout,
-		fmt.Errorf("running jobs did not finish within --stop-timeout %s", o.stopTimeout))
-	defer cancel()
-	interrupted := make(chan struct{})
-	go func() {
-		select {
-		case <-again:
-			c.logger.Warn("second signal: cancelling running jobs")
-			close(interrupted)
-			cancel()
-		case <-stopCtx.Done():
-		}
-	}()
+	stopCtx, interrupted, release := gracefulStop(o.stopTimeout,
+		fmt.Errorf("running jobs did not finish within --stop-timeout %s", o.stopTimeout), c.logger)
+	defer release()
 	c.logger.Info("stopping: no new jobs are claimed; waiting for running jobs", "timeout", o.stopTimeout)
 	if err := client.Stop(stopCtx); err != nil {
-		select {
-		case <-interrupted:
+		if interrupted() {
 			return errors.New("stopped by a second signal: running jobs were cancelled and will be retried")
-		default:
 		}
 		return fmt.Errorf("%v: they were cancelled and will be retried", context.Cause(stopCtx))
 	}
