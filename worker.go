@@ -74,6 +74,28 @@ func AddWorker[T JobArgs](ws *Workers, w Worker[T]) {
 func AddWorkerSafely[T JobArgs](ws *Workers, w Worker[T]) error {
 	var zero T
 	kind := zero.Kind()
+	return addWorker(ws, kind, w, func(row *JobRow) (T, error) {
+		var args T
+		if err := json.Unmarshal(row.Args, &args); err != nil {
+			return args, fmt.Errorf("decode args of kind %q: %w", kind, err)
+		}
+		return args, nil
+	})
+}
+
+// AddRawWorker registers w for jobs of the named kind without decoding
+// their args: each job's args arrive as RawArgs (its kind and its JSON as
+// stored), for workers that hand them on — to a command, a service, code in
+// another language. It returns an error for an invalid or taken kind.
+func AddRawWorker(ws *Workers, kind string, w Worker[RawArgs]) error {
+	return addWorker(ws, kind, w, func(row *JobRow) (RawArgs, error) {
+		return RawArgs{KindName: row.Kind, JSON: row.Args}, nil
+	})
+}
+
+// addWorker registers w for kind, with decode turning a claimed row's args
+// into the worker's type.
+func addWorker[T JobArgs](ws *Workers, kind string, w Worker[T], decode func(row *JobRow) (T, error)) error {
 	if err := validName("kind", kind); err != nil {
 		return fmt.Errorf("add worker: %w", err)
 	}
@@ -84,10 +106,11 @@ func AddWorkerSafely[T JobArgs](ws *Workers, w Worker[T]) error {
 		return fmt.Errorf("add worker: kind %q is already registered", kind)
 	}
 	ws.byKind[kind] = &workerEntry{kind: kind, prepare: func(row *JobRow) (func(context.Context) error, func() (time.Duration, bool), func() (time.Duration, bool), error) {
-		job := &Job[T]{JobRow: row}
-		if err := json.Unmarshal(row.Args, &job.Args); err != nil {
-			return nil, nil, nil, fmt.Errorf("decode args of kind %q: %w", kind, err)
+		args, err := decode(row)
+		if err != nil {
+			return nil, nil, nil, err
 		}
+		job := &Job[T]{JobRow: row, Args: args}
 		run := func(ctx context.Context) error { return w.Work(ctx, job) }
 		timeout := func() (time.Duration, bool) {
 			if t, ok := w.(WorkerTimeout[T]); ok {

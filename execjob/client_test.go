@@ -5,6 +5,7 @@ package execjob_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -66,4 +67,51 @@ func TestExecWithClient(t *testing.T) {
 		require.Equal(t, i+1, e.Attempt)
 		require.Equal(t, "exec: command exited with code 4; stderr:\nit failed on attempt "+strconv.Itoa(i+1), e.Error)
 	}
+}
+
+// TestRegisterKindPerCommand: two kinds, each with its own command; each
+// job runs its kind's command with its own args and kind on stdin and in
+// the environment.
+func TestRegisterKindPerCommand(t *testing.T) {
+	ctx := context.Background()
+	drv, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "q.db"))
+	require.NoError(t, err)
+	defer drv.Close()
+	m, err := migrate.New(drv)
+	require.NoError(t, err)
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	ws := lockstep.NewWorkers()
+	for _, kind := range []string{"resize", "mail"} {
+		require.NoError(t, execjob.RegisterKind(ws, kind, &execjob.Worker{
+			Shell: `cat > "$OUT/` + kind + `-$LOCKSTEP_JOB_ID.json"; echo "$LOCKSTEP_JOB_KIND" >> "$OUT/` + kind + `-$LOCKSTEP_JOB_ID.json"`,
+			Env:   []string{"OUT=" + dir},
+		}))
+	}
+	require.Error(t, execjob.RegisterKind(ws, "mail", &execjob.Worker{Shell: "true"}), "a kind is registered once")
+	require.Error(t, execjob.RegisterKind(ws, "", &execjob.Worker{Shell: "true"}), "a kind has a name")
+	client, err := lockstep.NewClient(drv, lockstep.Config{Workers: ws, PollInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(ctx))
+	defer func() { require.NoError(t, client.Stop(ctx)) }()
+
+	resize, err := client.Enqueue(ctx, lockstep.RawArgs{KindName: "resize", JSON: json.RawMessage(`{"file":"a.png"}`)}, nil)
+	require.NoError(t, err)
+	mail, err := client.Enqueue(ctx, lockstep.RawArgs{KindName: "mail", JSON: json.RawMessage(`{"to":"ada"}`)}, nil)
+	require.NoError(t, err)
+	for _, id := range []int64{resize, mail} {
+		require.Eventually(t, func() bool {
+			j, err := client.Job(ctx, id)
+			require.NoError(t, err)
+			return j.Status == lockstep.StatusDone
+		}, 20*time.Second, 10*time.Millisecond)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "resize-"+strconv.FormatInt(resize, 10)+".json"))
+	require.NoError(t, err)
+	require.Equal(t, "{\"file\":\"a.png\"}resize\n", string(got))
+	got, err = os.ReadFile(filepath.Join(dir, "mail-"+strconv.FormatInt(mail, 10)+".json"))
+	require.NoError(t, err)
+	require.Equal(t, "{\"to\":\"ada\"}mail\n", string(got))
 }

@@ -129,6 +129,18 @@ func Register(ws *lockstep.Workers, w *Worker) error {
 	return lockstep.AddWorkerSafely[Args](ws, w)
 }
 
+// RegisterKind validates w and registers it for jobs of another kind, so
+// that each kind can have its own command (resize → ./resize.sh, mail →
+// ./mail.py). Such jobs are enqueued with lockstep.RawArgs of that kind.
+func RegisterKind(ws *lockstep.Workers, kind string, w *Worker) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	return lockstep.AddRawWorker(ws, kind, lockstep.WorkFunc(func(ctx context.Context, job *lockstep.Job[lockstep.RawArgs]) error {
+		return w.Work(ctx, &lockstep.Job[Args]{JobRow: job.JobRow, Args: Args{JSON: job.Args.JSON}})
+	}))
+}
+
 // Validate reports a Worker that cannot run anything.
 func (w *Worker) Validate() error {
 	switch {

@@ -470,10 +470,11 @@ func TestCLIWork(t *testing.T) {
 		failJob := l.enqueue("exec", "--max-attempts", "2", `{"fail": true}`)
 		demoJob := l.enqueue("resize", `{"image": "a.png", "width": 10, "ms": 1}`)
 		mediaJob := l.enqueue("exec", "--queue", "media", `{"say": "media"}`)
+		thumbJob := l.enqueue("thumbnail", `{"say": "thumb"}`)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		work := l.command(ctx, "work", "--kind", "exec", "--kind", "demo", "--command", workScript,
+		work := l.command(ctx, "work", "--kind", "exec", "--kind", "demo", "--command", workScript, "--exec", "thumbnail="+workScript,
 			"--queue", "default=4", "--queue", "media",
 			"--poll", "100ms", "--heartbeat", "200ms", "--reap-after", "5s", "--log-level", "debug")
 		work.Env = append(work.Env, "TEST_DIR="+dir)
@@ -511,6 +512,13 @@ func TestCLIWork(t *testing.T) {
 		args, env, _ = strings.Cut(string(b), "|")
 		require.JSONEq(t, `{"say":"media"}`, args)
 		require.Equal(t, "exec|media|1", env)
+		// --exec KIND=COMMAND: a kind of its own, the same contract.
+		l.waitStatus(thumbJob, lockstep.StatusDone)
+		b, err = os.ReadFile(filepath.Join(dir, "ok-"+itoa(thumbJob)))
+		require.NoError(t, err)
+		args, env, _ = strings.Cut(string(b), "|")
+		require.JSONEq(t, `{"say":"thumb"}`, args)
+		require.Equal(t, "thumbnail|default|1", env)
 		l.waitStatus(demoJob, lockstep.StatusDone)
 
 		// exit 3 twice: retried, then FAILED, stderr in the history.
@@ -572,12 +580,13 @@ func TestCLIWork(t *testing.T) {
 		l.json(&st, "stats", "--window", "10m")
 		for _, q := range st.Queues {
 			if q.Queue == lockstep.DefaultQueue {
-				require.Equal(t, countOut{N: 2}, q.Counts[lockstep.StatusDone], "%+v", q)
+				// DONE: the exec job, the demo job and the thumbnail job.
+				require.Equal(t, countOut{N: 3}, q.Counts[lockstep.StatusDone], "%+v", q)
 				require.Equal(t, countOut{N: 2}, q.Counts[lockstep.StatusFailed])
 				require.Equal(t, countOut{N: 1}, q.Counts[lockstep.StatusCancelled])
-				require.Equal(t, countOut{N: 2}, q.Finished[lockstep.StatusDone])
+				require.Equal(t, countOut{N: 3}, q.Finished[lockstep.StatusDone])
 				require.Equal(t, countOut{N: 2}, q.Finished[lockstep.StatusFailed])
-				require.InDelta(t, 4.0/600, q.JobsPerSecond, 1e-9)
+				require.InDelta(t, 5.0/600, q.JobsPerSecond, 1e-9)
 			}
 		}
 
@@ -607,7 +616,11 @@ func TestCLIWorkRefusesBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"work"}, "lockstep: --kind is required: exec (with --command) or demo"},
+		{[]string{"work"}, "lockstep: --kind (exec with --command, or demo) or --exec KIND=COMMAND is required"},
+		{[]string{"work", "--exec", "thumbnail"}, `lockstep: --exec "thumbnail": want KIND=COMMAND`},
+		{[]string{"work", "--exec", "=./x.sh"}, `lockstep: --exec "=./x.sh": want KIND=COMMAND`},
+		{[]string{"work", "--exec", "a=true", "--exec", "a=false"}, `lockstep: --exec "a=false": add worker: kind "a" is already registered`},
+		{[]string{"work", "--kind", "demo", "--exec-timeout", "1s"}, "lockstep: --exec-timeout is only used with --kind exec or --exec"},
 		{[]string{"work", "--kind", "exec"}, "lockstep: --kind exec needs --command, the command line to run for each job"},
 		{[]string{"work", "--kind", "cron"}, `lockstep: unknown --kind "cron": use exec or demo`},
 		{[]string{"work", "--kind", "demo", "--command", "true"}, "lockstep: --command is only used with --kind exec"},

@@ -26,6 +26,7 @@ type workOptions struct {
 	workers     int
 	kinds       []string
 	command     string
+	execs       []string // KIND=COMMAND
 	execTimeout time.Duration
 	killGrace   time.Duration
 	reapAfter   time.Duration
@@ -56,12 +57,16 @@ has its command's process group killed. The command inherits this process's
 environment except its LOCKSTEP_* settings (the DSN and the dashboard token
 stay out of jobs' reach).
 
+--exec KIND=COMMAND (repeatable) does the same for jobs of kind KIND, so each
+kind can have its own command: --exec resize=./resize.sh --exec mail=./mail.py.
+
 --kind demo runs the demo's kinds (resize, flaky, rate_limited, slow).
 
 Queues are named with --queue NAME (at most --workers jobs at once) or
 --queue NAME=N (at most N); the default is the queue "default".`,
 		Example: `  lockstep work --kind exec --command './resize.sh'
-  lockstep work --kind exec --command 'python3 job.py' --queue media=4 --queue default --exec-timeout 10m`,
+  lockstep work --kind exec --command 'python3 job.py' --queue media=4 --queue default --exec-timeout 10m
+  lockstep work --exec resize=./resize.sh --exec mail='python3 mail.py'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.work(cmd.Context(), cmd, o)
@@ -72,8 +77,9 @@ Queues are named with --queue NAME (at most --workers jobs at once) or
 	f.IntVar(&o.workers, "workers", 10, "jobs run at once per queue given without =N")
 	f.StringSliceVar(&o.kinds, "kind", nil, "kinds of job to run: exec (needs --command) or demo (repeatable)")
 	f.StringVar(&o.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
-	f.DurationVar(&o.execTimeout, "exec-timeout", 0, "for --kind exec: kill a command running longer than this (0: no limit)")
-	f.DurationVar(&o.killGrace, "exec-kill-grace", 0, "for --kind exec: send SIGTERM this long before SIGKILL when killing a command")
+	f.StringArrayVar(&o.execs, "exec", nil, "KIND=COMMAND: run COMMAND with sh -c for each job of KIND (repeatable)")
+	f.DurationVar(&o.execTimeout, "exec-timeout", 0, "for exec workers: kill a command running longer than this (0: no limit)")
+	f.DurationVar(&o.killGrace, "exec-kill-grace", 0, "for exec workers: send SIGTERM this long before SIGKILL when killing a command")
 	f.DurationVar(&o.reapAfter, "reap-after", time.Minute, "return RUNNING jobs whose heartbeat is older than this to PENDING")
 	f.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often to refresh running jobs' heartbeat and notice cancels")
 	f.DurationVar(&o.poll, "poll", time.Second, "longest wait between claims of an idle queue")
@@ -114,8 +120,8 @@ func parseWorkQueues(values []string, workers int) (map[string]lockstep.QueueCon
 
 // workWorkers registers the workers of the --kind values.
 func workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers, error) {
-	if len(o.kinds) == 0 {
-		return nil, errors.New("--kind is required: exec (with --command) or demo")
+	if len(o.kinds) == 0 && len(o.execs) == 0 {
+		return nil, errors.New("--kind (exec with --command, or demo) or --exec KIND=COMMAND is required")
 	}
 	if o.execTimeout < 0 {
 		return nil, fmt.Errorf("--exec-timeout must not be negative, got %s", o.execTimeout)
@@ -148,10 +154,26 @@ func workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers, error) {
 			return nil, fmt.Errorf("unknown --kind %q: use exec or demo", k)
 		}
 	}
+	for _, spec := range o.execs {
+		kind, command, ok := strings.Cut(spec, "=")
+		kind = strings.TrimSpace(kind)
+		if !ok || kind == "" || strings.TrimSpace(command) == "" {
+			return nil, fmt.Errorf("--exec %q: want KIND=COMMAND", spec)
+		}
+		w := &execjob.Worker{Shell: command, Timeout: o.execTimeout, KillGrace: o.killGrace}
+		if err := execjob.RegisterKind(ws, kind, w); err != nil {
+			return nil, fmt.Errorf("--exec %q: %w", spec, err)
+		}
+	}
 	if !seen[workKindExec] {
-		for _, name := range []string{"command", "exec-timeout", "exec-kill-grace"} {
-			if cmd.Flags().Changed(name) {
-				return nil, fmt.Errorf("--%s is only used with --kind exec", name)
+		if cmd.Flags().Changed("command") {
+			return nil, errors.New("--command is only used with --kind exec")
+		}
+		if len(o.execs) == 0 {
+			for _, name := range []string{"exec-timeout", "exec-kill-grace"} {
+				if cmd.Flags().Changed(name) {
+					return nil, fmt.Errorf("--%s is only used with --kind exec or --exec", name)
+				}
 			}
 		}
 	}
