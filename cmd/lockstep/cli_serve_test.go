@@ -3,14 +3,18 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep"
 )
 
 // TestCLIServeAndToolsThroughBinary: the commands the other CLI tests do
@@ -58,4 +62,64 @@ func TestCLIServeAndToolsThroughBinary(t *testing.T) {
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, cmd.Wait(), "serve exits 0 on SIGTERM; stderr: %s", stderr.String())
 	})
+}
+
+// TestCLIWorkMetrics: a worker process serves its own /metrics (claims,
+// finishes and run times are seen only where workers run), behind the
+// token when one is set, and refuses a non-loopback address without one.
+func TestCLIWorkMetrics(t *testing.T) {
+	l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: "sqlite:" + filepath.Join(t.TempDir(), "q.db")}
+	l.ok("migrate", "up")
+	require.Equal(t, "lockstep: refusing to serve metrics on 0.0.0.0:0 without a token: set $LOCKSTEP_TOKEN, or listen on a loopback address such as 127.0.0.1:9090",
+		l.fail("work", "--kind", "exec", "--command", "true", "--metrics-addr", "0.0.0.0:0"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const token = "0123456789abcdef-metrics"
+	cmd := l.command(ctx, "work", "--kind", "exec", "--command", "cat >/dev/null", "--poll", "50ms",
+		"--metrics-addr", "127.0.0.1:0", "--log-format", "json")
+	cmd.Env = append(cmd.Env, "LOCKSTEP_TOKEN="+token)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && lines.Scan() {
+		var rec struct{ Msg, URL string }
+		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec.Msg == "serving metrics" {
+			url = rec.URL
+		}
+	}
+	require.NotEmpty(t, url, "work logged no metrics address")
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	id := l.enqueue("exec", `{"n":1}`)
+	l.waitStatus(id, lockstep.StatusDone)
+
+	get := func(auth string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, _ := get("")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, _ = get("Bearer wrong")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, body := get("bearer " + token)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `lockstep_jobs_finished_total{kind="exec",queue="default",status="DONE"} 1`)
+	require.Contains(t, body, `lockstep_claim_duration_seconds_count{queue="default"}`)
+	require.Contains(t, body, `lockstep_job_wait_seconds_count{kind="exec",queue="default"} 1`)
+	require.NotContains(t, body, token)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait())
 }

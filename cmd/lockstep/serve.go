@@ -19,15 +19,11 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/dashboard"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
-	"github.com/lockstep-queue/lockstep/metrics"
 )
 
 type serveOptions struct {
@@ -202,19 +198,9 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	}
 	defer func() { _ = d.Close() }()
 
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg, metrics.Options{Logger: c.logger})
+	reg, m, err := c.newMetrics(d.DB())
 	if err != nil {
 		return err
-	}
-	if err := m.RegisterDB(reg, "lockstep", d.DB()); err != nil {
-		return err
-	}
-	if err := errors.Join(
-		reg.Register(collectors.NewGoCollector()),
-		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
-	); err != nil {
-		return fmt.Errorf("metrics: %w", err)
 	}
 	cfg.OnEvent = m.Observe
 
@@ -232,7 +218,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	dash, err := dashboard.New(dashboard.Config{
 		Client: client, DB: monitor, Token: o.token, Logger: c.logger, CountLimit: o.countLimit,
 		SecureCookies: o.secureCookies,
-		Metrics:       promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)}),
+		Metrics:       c.metricsHandler(reg),
 	})
 	if err != nil {
 		return err
@@ -275,15 +261,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn),
-	}
+	srv := c.newHTTPServer(mux)
 
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{}, 2)

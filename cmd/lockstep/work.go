@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ type workOptions struct {
 	heartbeat   time.Duration
 	poll        time.Duration
 	stopTimeout time.Duration
+	metricsAddr string
 }
 
 func newWorkCmd(c *cli) *cobra.Command {
@@ -84,6 +86,7 @@ Queues are named with --queue NAME (at most --workers jobs at once) or
 	f.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often to refresh running jobs' heartbeat and notice cancels")
 	f.DurationVar(&o.poll, "poll", time.Second, "longest wait between claims of an idle queue")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for running jobs")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz on this address (a non-loopback address needs $LOCKSTEP_TOKEN)")
 	return cmd
 }
 
@@ -214,10 +217,26 @@ func (c *cli) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		return err
 	}
 	defer func() { _ = d.Close() }()
-	client, err := lockstep.NewClient(d, lockstep.Config{
+	cfg := lockstep.Config{
 		Queues: queues, Workers: ws, Logger: c.logger,
 		PollInterval: o.poll, HeartbeatInterval: o.heartbeat, ReapAfter: o.reapAfter,
-	})
+	}
+	if o.metricsAddr != "" {
+		// Claims, finishes and run times are seen only where workers run,
+		// so each worker process serves its own. Queue depth is sampled by
+		// `lockstep serve`, once, not by every worker.
+		reg, m, err := c.newMetrics(d.DB())
+		if err != nil {
+			return err
+		}
+		cfg.OnEvent = m.Observe
+		stopMetrics, err := c.serveWorkerMetrics(ctx, o.metricsAddr, os.Getenv("LOCKSTEP_TOKEN"), reg, d.DB())
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+	client, err := lockstep.NewClient(d, cfg)
 	if err != nil {
 		return err
 	}
