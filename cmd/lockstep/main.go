@@ -1,5 +1,8 @@
 // Command lockstep is the command-line tool of the lockstep job queue:
-// schema migrations, and a self-contained demo on embedded SQLite.
+// schema migrations, enqueueing and inspecting jobs and runs, worker
+// processes (the exec kind runs a command per job), the dashboard with its
+// lock monitor and /metrics, a self-contained demo on embedded SQLite, and
+// the lock-order lab.
 //
 // Each command lives in its own file and is added to the root in
 // newRootCmd; commands share the global flags through *cli.

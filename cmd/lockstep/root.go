@@ -38,6 +38,13 @@ cancel do not deadlock with each other whatever plan the optimizer picks.
 
 Try it with no database server: lockstep demo
 
+Run it:
+  lockstep migrate up                                   create the tables
+  lockstep enqueue resize '{"file":"a.png"}'            add a job
+  lockstep work --exec resize=./resize.sh               run workers (args on stdin)
+  lockstep serve                                        dashboard on 127.0.0.1:8080
+  lockstep stats | runs | jobs | cancel | retry         look and act
+
 Databases are named with --dsn or $LOCKSTEP_DSN:
   mysql://user:pass@host:3306/db      (also mariadb://)
   postgres://user:pass@host:5432/db   (also postgresql://)
