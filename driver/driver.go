@@ -253,6 +253,10 @@ type Executor interface {
 	JobClaim(ctx context.Context, p *JobClaimParams) ([]*JobRow, error)
 	// JobFinish reports false when the fence did not match (nothing written).
 	JobFinish(ctx context.Context, p *JobFinishParams) (bool, error)
+	// JobCompleteMany writes DONE for many attempts in one transaction,
+	// each fenced as JobFinish fences it, locking rows by primary key in
+	// ascending id order; it returns the attempts it wrote.
+	JobCompleteMany(ctx context.Context, jobs []JobRef) ([]JobRef, error)
 	// JobHeartbeat refreshes the heartbeat of the given attempts and returns
 	// those that are no longer RUNNING at that attempt (cancelled or reaped).
 	JobHeartbeat(ctx context.Context, jobs []JobRef) (lost []JobRef, err error)

@@ -31,6 +31,7 @@ func Run(t *testing.T, newDriver Factory) {
 	t.Run("Executor", func(t *testing.T) { testExecutor(t, newDriver) })
 	t.Run("Trace", func(t *testing.T) { testTrace(t, newDriver) })
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newDriver) })
+	t.Run("CompleteMany", func(t *testing.T) { testCompleteMany(t, newDriver) })
 	t.Run("Client", func(t *testing.T) { testClient(t, newDriver) })
 	t.Run("ThreeClients", func(t *testing.T) { testThreeClients(t, newDriver) })
 }

@@ -1,7 +1,9 @@
 package drivertest
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -239,4 +241,69 @@ func pageIDs(p *driver.JobPage) []int64 {
 		out[i] = j.ID
 	}
 	return out
+}
+
+// testCompleteMany: the batched DONE writes exactly the attempts still
+// RUNNING at the attempt given, across mixed attempt numbers.
+func testCompleteMany(t *testing.T, newDriver Factory) {
+	ctx := context.Background()
+	ex := setup(t, newDriver).Executor()
+	in := make([]driver.JobInsertParams, 6)
+	for i := range in {
+		in[i] = job("q", "k", 0)
+	}
+	_, err := ex.JobInsertMany(ctx, in)
+	require.NoError(t, err)
+	got, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "q", Max: 6})
+	require.NoError(t, err)
+	require.Len(t, got, 6)
+	slices.SortFunc(got, func(a, b *driver.JobRow) int { return cmp.Compare(a.ID, b.ID) })
+
+	// Job 1 is reaped and claimed again (attempt 2); job 2 is cancelled.
+	reaped, err := ex.JobReap(ctx, &driver.JobReapParams{StaleAfter: -time.Hour, Max: 1})
+	require.NoError(t, err)
+	require.Len(t, reaped, 1)
+	again := claimOne(t, ex)
+	require.Equal(t, reaped[0].ID, again.ID)
+	require.Equal(t, 2, again.Attempts)
+	var cancelled int64
+	for _, j := range got {
+		if j.ID != again.ID {
+			cancelled = j.ID
+			break
+		}
+	}
+	ok, err := ex.JobCancel(ctx, cancelled)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	var refs []driver.JobRef
+	var want []driver.JobRef
+	for _, j := range got {
+		refs = append(refs, driver.JobRef{ID: j.ID, Attempt: 1})
+		if j.ID != again.ID && j.ID != cancelled {
+			want = append(want, driver.JobRef{ID: j.ID, Attempt: 1})
+		}
+	}
+	refs = append(refs, driver.JobRef{ID: again.ID, Attempt: 2})
+	want = append(want, driver.JobRef{ID: again.ID, Attempt: 2})
+	written, err := ex.JobCompleteMany(ctx, refs)
+	require.NoError(t, err)
+	require.ElementsMatch(t, want, written, "stale attempt 1 of the reclaimed job and the cancelled job are not written")
+	for _, w := range want {
+		j, err := ex.JobGet(ctx, w.ID)
+		require.NoError(t, err)
+		require.Equal(t, driver.StatusDone, j.Status)
+		require.False(t, j.FinishedAt.IsZero())
+	}
+	j, err := ex.JobGet(ctx, cancelled)
+	require.NoError(t, err)
+	require.Equal(t, driver.StatusCancelled, j.Status)
+
+	again2, err := ex.JobCompleteMany(ctx, refs)
+	require.NoError(t, err)
+	require.Empty(t, again2, "a job finishes once")
+	none, err := ex.JobCompleteMany(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, none)
 }

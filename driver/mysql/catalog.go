@@ -57,6 +57,18 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 			SQL: byPK + "status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
+			// The batched DONE of many attempts, all of one attempt number;
+			// a batch that mixes attempt numbers takes job.lock_many first.
+			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: byPK + "status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE attempts = ? AND status = 'RUNNING' AND id IN ({ids})",
+		},
+		catalog.Statement{
+			// Locks rows by primary key in ascending id order, before
+			// writes that visit them in more than one statement.
+			Name: "job.lock_many", Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id IN ({ids}) ORDER BY id FOR UPDATE",
+		},
+		catalog.Statement{
 			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = 'FAILED', finished_at = " + now + ", heartbeat_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},

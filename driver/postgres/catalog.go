@@ -52,6 +52,12 @@ func newCatalog() *catalog.Catalog {
 			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status = 'RUNNING' AND attempts = $2",
 		},
 		catalog.Statement{
+			// The batched DONE of many attempts of one attempt number,
+			// after job.lock_ids has locked them all ORDER BY id.
+			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = now(), heartbeat_at = now() WHERE attempts = $1 AND status = 'RUNNING' AND id = ANY($2)",
+		},
+		catalog.Statement{
 			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = now(), heartbeat_at = now(), last_error = $1, error_history = error_history || $2::text::jsonb" +
 				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4",

@@ -51,6 +51,11 @@ func newCatalog() *catalog.Catalog {
 			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
+			// The batched DONE of many attempts of one attempt number.
+			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE attempts = ? AND status = 'RUNNING' AND id IN ({ids})",
+		},
+		catalog.Statement{
 			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = " + now + ", heartbeat_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},

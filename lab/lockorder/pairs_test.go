@@ -66,6 +66,12 @@ var (
 	}}
 )
 
+// completeMany is the client's batched DONE, with the running job in it.
+var completeMany = op{"complete many 5500", func(ctx context.Context, ex driver.Executor) error {
+	_, err := ex.JobCompleteMany(ctx, []driver.JobRef{{ID: running, Attempt: 1}})
+	return err
+}}
+
 func finish(status driver.JobStatus, snooze bool) op {
 	name := "finish " + string(status)
 	if snooze {
@@ -103,7 +109,7 @@ func runSettled(run int64) func(t *testing.T, s server) {
 
 func pairs() []pair {
 	var out []pair
-	for _, f := range []op{finish(driver.StatusDone, false), finish(driver.StatusFailed, false), finish(driver.StatusPending, false), finish(driver.StatusPending, true)} {
+	for _, f := range []op{finish(driver.StatusDone, false), completeMany, finish(driver.StatusFailed, false), finish(driver.StatusPending, false), finish(driver.StatusPending, true)} {
 		out = append(out,
 			pair{a: f, b: cancelRunOfRunning, bWaits: true, checkEnd: runSettled(runOfRunning)},
 			pair{a: cancelRunOfRunning, b: f, bWaits: true, checkEnd: finalIs(running, driver.StatusCancelled)},

@@ -187,7 +187,10 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 	case "job.claim_update":
 		ids, skip := list(p.claimIDs, "PENDING")
 		return withIDs(ids, skip, now, now)
-	case "job.lock_ids", "job.cancel_many":
+	case "job.finish_done_many":
+		ids, skip := list(p.running, "RUNNING")
+		return withIDs(ids, skip, p.runningAtt)
+	case "job.lock_ids", "job.lock_many", "job.cancel_many":
 		ids, skip := list(p.liveIDs, "live")
 		return withIDs(ids, skip)
 	case "job.heartbeat", "job.state_many":

@@ -541,3 +541,159 @@ func (t *Tx) Commit() error { return t.tx.Commit() }
 
 // Rollback rolls the transaction back.
 func (t *Tx) Rollback() error { return t.tx.Rollback() }
+
+// JobCompleteMany writes DONE for a batch of attempts in one transaction.
+// The batch is written one statement per attempt number (nearly always
+// one); when there are several, every row is first locked by primary key in
+// ascending id order, so the batch as a whole keeps the one lock order. When
+// a fence fails (a job cancelled or reaped meanwhile) the row counts cannot
+// say which, so the batch is rolled back and written again the careful way:
+// lock every row, read their states, write those still owned.
+func (e *Executor) JobCompleteMany(ctx context.Context, jobs []lsdriver.JobRef) ([]lsdriver.JobRef, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	want := make(map[int64]int, len(jobs))
+	for _, j := range jobs {
+		want[j.ID] = j.Attempt
+	}
+	var written []lsdriver.JobRef
+	err := e.inTx(ctx, func(q Querier) error {
+		n, err := e.completeOwned(ctx, q, want, len(groupByAttempt(want)) > 1)
+		if err != nil {
+			return err
+		}
+		if n != int64(len(want)) {
+			return errPartialComplete
+		}
+		written = refsOf(want)
+		return nil
+	})
+	if errors.Is(err, errPartialComplete) {
+		err = e.inTx(ctx, func(q Querier) error {
+			ids := make([]int64, 0, len(want))
+			for id := range want {
+				ids = append(ids, id)
+			}
+			ids = sortedUnique(ids)
+			if err := e.lockMany(ctx, q, ids); err != nil {
+				return err
+			}
+			owned, err := e.owned(ctx, q, ids, want)
+			if err != nil {
+				return err
+			}
+			if _, err := e.completeOwned(ctx, q, owned, false); err != nil {
+				return err
+			}
+			written = refsOf(owned)
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, e.wrap(fmt.Sprintf("complete %d jobs", len(jobs)), err)
+	}
+	return written, nil
+}
+
+// errPartialComplete rolls back a batched DONE whose fences did not all
+// match.
+var errPartialComplete = errors.New("some fences did not match")
+
+// completeOwned writes DONE for attempts by id, one statement per attempt
+// number, locking every row first when lockFirst is set; it returns the
+// rows written.
+func (e *Executor) completeOwned(ctx context.Context, q Querier, attempts map[int64]int, lockFirst bool) (int64, error) {
+	groups := groupByAttempt(attempts)
+	if lockFirst {
+		all := make([]int64, 0, len(attempts))
+		for id := range attempts {
+			all = append(all, id)
+		}
+		if err := e.lockMany(ctx, q, sortedUnique(all)); err != nil {
+			return 0, err
+		}
+	}
+	keys := make([]int, 0, len(groups))
+	for a := range groups {
+		keys = append(keys, a)
+	}
+	slices.Sort(keys)
+	var total int64
+	for _, a := range keys {
+		n, err := e.execIDs(ctx, q, "job.finish_done_many", sortedUnique(groups[a]), a)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// owned reads which of ids are still RUNNING at the wanted attempt.
+func (e *Executor) owned(ctx context.Context, q Querier, ids []int64, want map[int64]int) (map[int64]int, error) {
+	sqlText, args := e.cat().BindIDs(e.cat().Get("job.state_many"), ids)
+	rows, err := e.query(ctx, q, "job.state_many", sqlText, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id, att int64
+		var status string
+		if err := rows.Scan(&id, &status, &att); err != nil {
+			return nil, err
+		}
+		if lsdriver.JobStatus(status) == lsdriver.StatusRunning && int(att) == want[id] {
+			out[id] = int(att)
+		}
+	}
+	return out, rows.Err()
+}
+
+func groupByAttempt(attempts map[int64]int) map[int][]int64 {
+	out := map[int][]int64{}
+	for id, a := range attempts {
+		out[a] = append(out[a], id)
+	}
+	return out
+}
+
+func refsOf(attempts map[int64]int) []lsdriver.JobRef {
+	out := make([]lsdriver.JobRef, 0, len(attempts))
+	for id, a := range attempts {
+		out = append(out, lsdriver.JobRef{ID: id, Attempt: a})
+	}
+	slices.SortFunc(out, func(x, y lsdriver.JobRef) int { return cmpInt64(x.ID, y.ID) })
+	return out
+}
+
+// lockMany locks job rows by primary key in ascending id order, through
+// the dialect's locking read (job.lock_ids on PostgreSQL, job.lock_many on
+// MySQL); SQLite has one writer and needs none.
+func (e *Executor) lockMany(ctx context.Context, q Querier, ids []int64) error {
+	st, ok := e.cat().Lookup("job.lock_ids")
+	if !ok {
+		if st, ok = e.cat().Lookup("job.lock_many"); !ok {
+			return nil
+		}
+	}
+	chunk := e.d.ChunkSize
+	if chunk <= 0 {
+		chunk = 500
+	}
+	for start := 0; start < len(ids); start += chunk {
+		sqlText, args := e.cat().BindIDs(st, ids[start:min(start+chunk, len(ids))])
+		rows, err := e.query(ctx, q, st.Name, sqlText, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
