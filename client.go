@@ -30,6 +30,7 @@ type Client struct {
 	running  map[int64]*runningJob
 	wake     map[string]chan struct{} // per served queue: in-process enqueue wake-up
 
+	completer   *completer // batches DONE results while the client runs
 	fetchCancel context.CancelFunc // stops claiming
 	workCancel  context.CancelCauseFunc
 	maintCancel context.CancelFunc
@@ -89,6 +90,10 @@ func (c *Client) Start(ctx context.Context) error {
 	for name := range c.cfg.Queues {
 		c.wake[name] = make(chan struct{}, 1)
 	}
+	if len(c.cfg.Queues) > 0 {
+		c.completer = newCompleter(c)
+		go c.completer.run()
+	}
 	c.mu.Unlock()
 	for name, qc := range c.cfg.Queues {
 		p := &producer{c: c, queue: name, max: qc.MaxWorkers, wake: c.wake[name], done: make(chan struct{}, qc.MaxWorkers)}
@@ -98,6 +103,7 @@ func (c *Client) Start(ctx context.Context) error {
 			p.run(fetchCtx, workCtx)
 		}()
 	}
+	c.startListener(ctx, fetchCtx)
 	if len(c.cfg.Queues) > 0 {
 		c.maint.Add(1)
 		go func() { defer c.maint.Done(); c.heartbeatLoop(maintCtx) }()
@@ -160,6 +166,12 @@ func (c *Client) stop(ctx context.Context, cancelJobs bool) error {
 		err = fmt.Errorf("lockstep: stop: %w", ctx.Err())
 		c.workCancel(ErrClientStopping)
 		<-done
+	}
+	// Every job has returned and handed its result over: write the last
+	// batch.
+	if c.completer != nil {
+		c.completer.stop()
+		c.completer = nil
 	}
 	c.maintCancel()
 	c.maint.Wait()

@@ -175,11 +175,17 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 	defer cancel()
 	var wrote bool
 	began := time.Now()
-	err := c.retryDB(ctx, "finish", func(ctx context.Context) error {
-		var err error
-		wrote, err = c.exec.JobFinish(ctx, p)
-		return err
-	})
+	var err error
+	if p.Status == driver.StatusDone && c.completer != nil {
+		// DONE goes with the others finishing now, in one transaction.
+		wrote, err = c.completer.complete(driver.JobRef{ID: p.ID, Attempt: p.Attempt})
+	} else {
+		err = c.retryDB(ctx, "finish", func(ctx context.Context) error {
+			var err error
+			wrote, err = c.exec.JobFinish(ctx, p)
+			return err
+		})
+	}
 	if err == nil {
 		c.emit(Event{
 			Kind: EventJobFinished, Queue: job.Queue, JobKind: job.Kind, Status: p.Status,

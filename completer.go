@@ -1,0 +1,105 @@
+package lockstep
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// maxCompleteBatch bounds one batched DONE: one transaction, rows locked by
+// primary key in ascending id order.
+const maxCompleteBatch = 500
+
+// completer writes DONE results in batches, as a database does group
+// commit: while one batch is being written the results that arrive wait,
+// and all of them go together in the next. An idle client writes each DONE
+// at once; a busy one writes one short transaction per batch instead of one
+// per job. Only DONE is batched: failures, retries and snoozes carry
+// per-job values and stay single statements.
+type completer struct {
+	c    *Client
+	in   chan *completion
+	done chan struct{}
+}
+
+// completion is one DONE waiting to be written, and where its outcome goes.
+type completion struct {
+	ref    driver.JobRef
+	result chan completionResult
+}
+
+type completionResult struct {
+	wrote bool
+	err   error
+}
+
+func newCompleter(c *Client) *completer {
+	return &completer{c: c, in: make(chan *completion, maxCompleteBatch), done: make(chan struct{})}
+}
+
+// run writes batches until stop closes in, and every queued DONE is written.
+func (p *completer) run() {
+	defer close(p.done)
+	batch := make([]*completion, 0, maxCompleteBatch)
+	for first := range p.in {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < maxCompleteBatch {
+			select {
+			case more, ok := <-p.in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, more)
+			default:
+				break fill
+			}
+		}
+		p.write(batch)
+	}
+}
+
+// write writes one batch, retrying database errors as every unit of work
+// is retried, and tells each job its outcome.
+func (p *completer) write(batch []*completion) {
+	refs := make([]driver.JobRef, len(batch))
+	for i, b := range batch {
+		refs[i] = b.ref
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.c.cfg.FinishTimeout)
+	defer cancel()
+	var written []driver.JobRef
+	err := p.c.retryDB(ctx, "complete", func(ctx context.Context) error {
+		var err error
+		written, err = p.c.exec.JobCompleteMany(ctx, refs)
+		return err
+	})
+	ok := make(map[driver.JobRef]bool, len(written))
+	for _, w := range written {
+		ok[w] = true
+	}
+	for _, b := range batch {
+		b.result <- completionResult{wrote: err == nil && ok[b.ref], err: err}
+	}
+}
+
+// complete queues one DONE and waits for its batch to be written.
+func (p *completer) complete(ref driver.JobRef) (bool, error) {
+	// The client stops the completer only after its last job has
+	// finished, so in is open here.
+	c := &completion{ref: ref, result: make(chan completionResult, 1)}
+	p.in <- c
+	r := <-c.result
+	return r.wrote, r.err
+}
+
+// stop lets the queued DONEs be written and waits for the writer, up to
+// the finish timeout.
+func (p *completer) stop() {
+	close(p.in)
+	select {
+	case <-p.done:
+	case <-time.After(p.c.cfg.FinishTimeout):
+	}
+}
