@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
@@ -192,6 +193,10 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 			Took: time.Since(began), Ran: took, Snoozed: p.Snooze,
 			Retry: p.Status == driver.StatusPending && !p.Snooze, Discarded: !wrote,
 		})
+	}
+	if err == nil && wrote && p.Status == driver.StatusDone && !c.logger.Enabled(context.Background(), slog.LevelDebug) {
+		// The common case logs nothing: skip building the logger.
+		return
 	}
 	log := c.logger.With("job", job.ID, "kind", job.Kind, "attempt", job.Attempts, "took", took)
 	switch {
