@@ -49,6 +49,12 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		return nil, fmt.Errorf("mysql: parse dsn: %w", err)
 	}
 	cfg.ParseTime = true
+	if !strings.Contains(dsn, "interpolateParams") {
+		// Without it every statement with arguments is prepared, executed
+		// and closed on the server: three round trips instead of one. The
+		// driver escapes arguments for the connection's utf8mb4 charset.
+		cfg.InterpolateParams = true
+	}
 	probe, err := openConfig(cfg)
 	if err != nil {
 		return nil, err
