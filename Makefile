@@ -2,7 +2,7 @@ GO ?= go
 # apt-get needs root; CI containers usually run as root and have no sudo.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps vet test demo bench-dashboard
+.PHONY: deps vet test demo bench-dashboard bench bench-smoke bench-check bench-build
 
 # internal/testdb starts throwaway MariaDB and PostgreSQL servers from these
 # binaries; it never uses a system service, so only the packages are needed.
@@ -46,3 +46,43 @@ demo:
 # PostgreSQL servers (docs/operate.md has the numbers).
 bench-dashboard: deps
 	$(GO) test -run '^$$' -bench BenchmarkPages -benchtime 20x ./dashboard/
+
+# lockstep-bench (bench/, its own module) against throwaway durable MariaDB
+# and PostgreSQL servers; BENCHMARKS.md has the results and the commands.
+# `make bench` runs every subcommand at full size, one after another (never
+# two at once: they share the machine), and writes each table to
+# $(BENCH_OUT)/<subcommand>.md as well as stdout.
+BENCH_OUT ?= bench/results
+BENCH := bench/lockstep-bench
+
+bench-build:
+	cd bench && $(GO) build -o lockstep-bench ./cmd/lockstep-bench
+
+bench: deps bench-build
+	@mkdir -p $(BENCH_OUT)
+	$(BENCH) throughput --floor > $(BENCH_OUT)/throughput.md
+	@cat $(BENCH_OUT)/throughput.md
+	$(BENCH) floor > $(BENCH_OUT)/floor.md
+	@cat $(BENCH_OUT)/floor.md
+	$(BENCH) depth > $(BENCH_OUT)/depth.md
+	@cat $(BENCH_OUT)/depth.md
+	# latency: $(BENCH) latency > $(BENCH_OUT)/latency.md && cat $(BENCH_OUT)/latency.md
+
+# gofmt, vet and tests of the bench module: the root's `go vet ./...` does
+# not descend into a nested module.
+bench-check:
+	@unformatted="$$(cd bench && gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then \
+	  echo "gofmt -l reports unformatted files in bench/:"; echo "$$unformatted"; exit 1; \
+	fi
+	cd bench && $(GO) vet ./...
+	cd bench && $(GO) test -count=1 -timeout 10m ./...
+
+# Every subcommand with tiny sizes, so that the code cannot rot; the numbers
+# mean nothing. CI runs it after `make test`.
+bench-smoke: deps bench-check bench-build
+	$(BENCH) --log-level warn throughput --jobs 2000 --reps 1 --duration 3s --warmup 1s --backlog 2000 \
+	  --floor --floor-batches 100 --floor-concurrency 2 --floor-duration 1s --floor-warmup 200ms
+	$(BENCH) --log-level warn floor --batch 10,100 --concurrency 1,2 --duration 1s --warmup 200ms
+	$(BENCH) --log-level warn depth --depths 1000 --claims 20 --lock-samples 1
+	# latency: $(BENCH) --log-level warn latency ...

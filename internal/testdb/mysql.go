@@ -3,6 +3,7 @@ package testdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -46,20 +47,25 @@ func mysqlServer(t testing.TB) *server {
 }
 
 func startMySQL(t testing.TB) (*server, error) {
-	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
-		return externalMySQL(dsn)
+	return startMySQLServer(ServerOptions{ExternalDSN: os.Getenv(EnvMySQLDSN), Logf: t.Logf}, EnvMySQLDSN)
+}
+
+// startMySQLServer connects to opts.ExternalDSN or starts a MariaDB server;
+// envName names the variable an external DSN came from, for messages.
+func startMySQLServer(opts ServerOptions, envName string) (*server, error) {
+	if opts.ExternalDSN != "" {
+		return externalMySQL(opts.ExternalDSN, envName)
 	}
+	hint := "`make test` installs mariadb-server (or set " + envName + " to use an existing server)"
 	mariadbd, ok := lookBinary([]string{"mariadbd", "mysqld"},
 		[]string{"/usr/sbin", "/usr/local/sbin", "/usr/libexec", "/usr/local/mysql/bin"})
 	if !ok {
-		return nil, fmt.Errorf("testdb: cannot start MariaDB: mariadbd not found in PATH or /usr/sbin; " +
-			"`make test` installs mariadb-server (or set " + EnvMySQLDSN + " to use an existing server)")
+		return nil, errors.New("testdb: cannot start MariaDB: mariadbd not found in PATH or /usr/sbin; " + hint)
 	}
 	installDB, ok := lookBinary([]string{"mariadb-install-db", "mysql_install_db"},
 		[]string{"/usr/bin", "/usr/local/bin", "/usr/local/mysql/scripts"})
 	if !ok {
-		return nil, fmt.Errorf("testdb: cannot start MariaDB: mariadb-install-db not found in PATH or /usr/bin; " +
-			"`make test` installs mariadb-server (or set " + EnvMySQLDSN + " to use an existing server)")
+		return nil, errors.New("testdb: cannot start MariaDB: mariadb-install-db not found in PATH or /usr/bin; " + hint)
 	}
 
 	begin := time.Now()
@@ -67,16 +73,17 @@ func startMySQL(t testing.TB) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testdb: cannot start MariaDB: %v", err)
 	}
-	s, err := launchMySQL(dir, mariadbd, installDB)
+	s, err := launchMySQL(dir, mariadbd, installDB, opts.Durable)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("testdb: cannot start MariaDB (%s): %v", mariadbd, err)
 	}
-	t.Logf("testdb: MariaDB ready in %v, error log %s", time.Since(begin).Round(time.Millisecond), s.errorLog)
+	opts.logf("testdb: MariaDB ready in %v (%s settings), error log %s",
+		time.Since(begin).Round(time.Millisecond), settingsName(opts.Durable), s.errorLog)
 	return s, nil
 }
 
-func launchMySQL(dir, mariadbd, installDB string) (*server, error) {
+func launchMySQL(dir, mariadbd, installDB string, durable bool) (*server, error) {
 	dataDir := filepath.Join(dir, "data")
 	tmpDir := filepath.Join(dir, "tmp")
 	errorLog := filepath.Join(dir, "error.log")
@@ -136,14 +143,11 @@ func launchMySQL(dir, mariadbd, installDB string) (*server, error) {
 			"--default-time-zone=+00:00",
 			// Tests inspect deadlocks through the error log.
 			"--innodb-print-all-deadlocks=ON",
-			"--innodb-buffer-pool-size=256M",
-			// Durability is pointless for a server deleted after the run.
-			"--innodb-flush-log-at-trx-commit=2",
-			"--innodb-doublewrite=0",
 			// io_uring/libaio are often blocked by container seccomp
 			// profiles; simulated AIO works everywhere.
 			"--innodb-use-native-aio=0",
 		}, userArgs...)
+		args = append(args, mysqlSettings(durable)...)
 		logStart := fileSize(errorLog)
 		s, err := runMySQL(dir, mariadbd, args, port, errorLog)
 		if err == nil {
@@ -195,10 +199,10 @@ func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*
 	return s, nil
 }
 
-func externalMySQL(dsn string) (*server, error) {
+func externalMySQL(dsn, envName string) (*server, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("testdb: %s: %v", EnvMySQLDSN, err)
+		return nil, fmt.Errorf("testdb: %s: %v", envName, err)
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
@@ -214,13 +218,13 @@ func externalMySQL(dsn string) (*server, error) {
 		},
 	}
 	if err := s.openMySQLAdmin(); err != nil {
-		return nil, fmt.Errorf("testdb: %s: %v", EnvMySQLDSN, err)
+		return nil, fmt.Errorf("testdb: %s: %v", envName, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
 	if err := s.admin.PingContext(ctx); err != nil {
 		_ = s.admin.Close()
-		return nil, fmt.Errorf("testdb: cannot connect to %s: %v", EnvMySQLDSN, err)
+		return nil, fmt.Errorf("testdb: cannot connect to %s: %v", envName, err)
 	}
 	return s, nil
 }
@@ -275,6 +279,29 @@ func (s *server) dropMySQL(ctx context.Context, name string) error {
 	}
 	_, err = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`")
 	return err
+}
+
+// mysqlSettings returns the server options that differ between tests and
+// benchmarks.
+func mysqlSettings(durable bool) []string {
+	if !durable {
+		return []string{
+			"--innodb-buffer-pool-size=256M",
+			// Durability is pointless for a server deleted after the run.
+			"--innodb-flush-log-at-trx-commit=2",
+			"--innodb-doublewrite=0",
+		}
+	}
+	return []string{
+		"--innodb-buffer-pool-size=1G",
+		// Every commit is on disk before it is acknowledged, and pages are
+		// protected against torn writes: MariaDB's defaults, said explicitly.
+		"--innodb-flush-log-at-trx-commit=1",
+		"--innodb-doublewrite=1",
+		// A redo log large enough that a write-heavy run is not throttled by
+		// checkpoints (the default is 96M); durability is unchanged.
+		"--innodb-log-file-size=1G",
+	}
 }
 
 // tailString keeps the end of a command's output, where the error is.

@@ -49,13 +49,19 @@ func postgresServer(t testing.TB) *server {
 }
 
 func startPostgres(t testing.TB) (*server, error) {
-	if dsn := os.Getenv(EnvPostgresDSN); dsn != "" {
-		return externalPostgres(dsn)
+	return startPostgresServer(ServerOptions{ExternalDSN: os.Getenv(EnvPostgresDSN), Logf: t.Logf}, EnvPostgresDSN)
+}
+
+// startPostgresServer connects to opts.ExternalDSN or starts a PostgreSQL
+// server; envName names the variable an external DSN came from, for messages.
+func startPostgresServer(opts ServerOptions, envName string) (*server, error) {
+	if opts.ExternalDSN != "" {
+		return externalPostgres(opts.ExternalDSN, envName)
 	}
 	binDir, err := findPostgres()
 	if err != nil {
 		return nil, fmt.Errorf("testdb: cannot start PostgreSQL: %v; `make test` installs postgresql "+
-			"(or set %s to use an existing server)", err, EnvPostgresDSN)
+			"(or set %s to use an existing server)", err, envName)
 	}
 
 	begin := time.Now()
@@ -63,12 +69,13 @@ func startPostgres(t testing.TB) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testdb: cannot start PostgreSQL: %v", err)
 	}
-	s, err := launchPostgres(dir, binDir)
+	s, err := launchPostgres(dir, binDir, opts.Durable)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("testdb: cannot start PostgreSQL (%s): %v", binDir, err)
 	}
-	t.Logf("testdb: PostgreSQL ready in %v, log %s", time.Since(begin).Round(time.Millisecond), filepath.Join(dir, "postgres.log"))
+	opts.logf("testdb: PostgreSQL ready in %v (%s settings), log %s",
+		time.Since(begin).Round(time.Millisecond), settingsName(opts.Durable), s.errorLog)
 	return s, nil
 }
 
@@ -140,7 +147,7 @@ func pgCredential() (*syscall.Credential, error) {
 	return nil, errors.New("PostgreSQL refuses to run as root, and neither user postgres nor nobody exists")
 }
 
-func launchPostgres(dir, binDir string) (*server, error) {
+func launchPostgres(dir, binDir string, durable bool) (*server, error) {
 	cred, err := pgCredential()
 	if err != nil {
 		return nil, err
@@ -175,20 +182,19 @@ func launchPostgres(dir, binDir string) (*server, error) {
 		}
 		// Running postgres directly rather than through pg_ctl keeps it our
 		// child, so the parent-death signal reaches it.
-		cmd := exec.Command(filepath.Join(binDir, "postgres"),
+		args := []string{
 			"-D", dataDir,
 			"-p", strconv.Itoa(port),
 			"-k", dir,
 			"-c", "listen_addresses=127.0.0.1",
-			// Durability is pointless for a server deleted after the run.
-			"-c", "fsync=off",
-			"-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off",
-			"-c", "max_connections=300",
 			"-c", "TimeZone=UTC",
 			"-c", "log_timezone=UTC",
 			"-c", "log_lock_waits=on",
-		)
+		}
+		for _, setting := range postgresSettings(binDir, durable) {
+			args = append(args, "-c", setting)
+		}
+		cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)
 		cmd.Dir = dir
 		cmd.Env = env
 		logStart := fileSize(logPath)
@@ -224,6 +230,7 @@ func runPostgres(cmd *exec.Cmd, cred *syscall.Credential, port int, dir, logPath
 	s := &server{
 		adminDSN: withDatabase(base, "postgres"),
 		dsn:      func(name string) string { return withDatabase(base, name) },
+		errorLog: logPath,
 		proc:     proc,
 		// Immediate shutdown: no checkpoint, but the postmaster still
 		// stops its backends and releases shared memory.
@@ -243,10 +250,10 @@ func runPostgres(cmd *exec.Cmd, cred *syscall.Credential, port int, dir, logPath
 	return s, nil
 }
 
-func externalPostgres(dsn string) (*server, error) {
+func externalPostgres(dsn, envName string) (*server, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return nil, fmt.Errorf("testdb: %s must be a postgres:// URL, got %q", EnvPostgresDSN, dsn)
+		return nil, fmt.Errorf("testdb: %s must be a postgres:// URL, got %q", envName, dsn)
 	}
 	base := *u
 	s := &server{
@@ -254,15 +261,60 @@ func externalPostgres(dsn string) (*server, error) {
 		dsn:      func(name string) string { return withDatabase(base, name) },
 	}
 	if err := s.openPostgresAdmin(); err != nil {
-		return nil, fmt.Errorf("testdb: %s: %v", EnvPostgresDSN, err)
+		return nil, fmt.Errorf("testdb: %s: %v", envName, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
 	if err := s.admin.PingContext(ctx); err != nil {
 		_ = s.admin.Close()
-		return nil, fmt.Errorf("testdb: cannot connect to %s: %v", EnvPostgresDSN, err)
+		return nil, fmt.Errorf("testdb: cannot connect to %s: %v", envName, err)
 	}
 	return s, nil
+}
+
+// postgresSettings returns the server settings that differ between tests
+// and benchmarks.
+func postgresSettings(binDir string, durable bool) []string {
+	if !durable {
+		return []string{
+			// Durability is pointless for a server deleted after the run.
+			"fsync=off",
+			"synchronous_commit=off",
+			"full_page_writes=off",
+			"max_connections=300",
+		}
+	}
+	settings := []string{
+		// Every commit is flushed before it is acknowledged, and pages are
+		// protected against torn writes: PostgreSQL's defaults, said
+		// explicitly.
+		"fsync=on",
+		"synchronous_commit=on",
+		"full_page_writes=on",
+		"max_connections=400",
+		"shared_buffers=512MB",
+		// Fewer forced checkpoints during a write-heavy run (the default
+		// is 1GB); durability is unchanged.
+		"max_wal_size=4GB",
+	}
+	if hasPgStatStatements(binDir) {
+		settings = append(settings,
+			"shared_preload_libraries=pg_stat_statements",
+			"pg_stat_statements.track=all",
+			"pg_stat_statements.max=10000")
+	}
+	return settings
+}
+
+// hasPgStatStatements reports whether the server in binDir ships the
+// pg_stat_statements module (Debian's postgresql-NN package does).
+func hasPgStatStatements(binDir string) bool {
+	libDir := filepath.Join(filepath.Dir(binDir), "lib")
+	if out, err := exec.Command(filepath.Join(binDir, "pg_config"), "--pkglibdir").Output(); err == nil {
+		libDir = strings.TrimSpace(string(out))
+	}
+	_, err := os.Stat(filepath.Join(libDir, "pg_stat_statements.so"))
+	return err == nil
 }
 
 func withDatabase(u url.URL, name string) string {

@@ -230,3 +230,58 @@ func TestDatabasesAreDropped(t *testing.T) {
 		})
 	}
 }
+
+// The standalone API (used by lockstep-bench) shares the tests' start-up
+// code; Durable switches the settings, and Close removes everything.
+func TestStandaloneServer(t *testing.T) {
+	t.Parallel()
+	if os.Getenv(testdb.EnvPostgresDSN) != "" {
+		t.Skip("an external server is configured; this test starts its own")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := testdb.StartPostgresServer(ctx, testdb.ServerOptions{Durable: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			srv.Close()
+		}
+	}()
+	if !srv.Started() {
+		t.Fatal("Started() = false for a server we started")
+	}
+	dsn, err := srv.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := open(t, "pgx", dsn)
+	for name, want := range map[string]string{"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"} {
+		if got := queryString(t, db, "SELECT current_setting($1)", name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	db.Close()
+	if v, err := srv.Version(ctx); err != nil || !strings.HasPrefix(v, "PostgreSQL ") {
+		t.Errorf("Version() = %q, %v", v, err)
+	}
+	if err := srv.DropDatabase(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	admin := open(t, "pgx", srv.AdminDSN())
+	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	if n := queryString(t, admin, "SELECT count(*)::text FROM pg_database WHERE datname = $1", name); n != "0" {
+		t.Fatalf("database %s still exists after DropDatabase", name)
+	}
+	admin.Close()
+	logPath := srv.LogPath()
+	closed = true
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(logPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("server directory not removed: stat %s: %v", logPath, err)
+	}
+}

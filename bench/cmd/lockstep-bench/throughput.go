@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockstep-queue/lockstep/bench/internal/floor"
+	"github.com/lockstep-queue/lockstep/bench/internal/throughput"
+)
+
+func newThroughputCmd(r *root) *cobra.Command {
+	cfg := throughput.DefaultConfig()
+	var mode, systems string
+	var withFloor bool
+	fo := floor.DefaultOptions()
+	fo.Batches, fo.Concurrency = []int{100, 500, 1000}, []int{2, 4, 8}
+	cmd := &cobra.Command{
+		Use:   "throughput",
+		Short: "Jobs/s of no-op jobs: lockstep on PostgreSQL, MariaDB and SQLite, River on the same PostgreSQL",
+		Long: `throughput works no-op jobs and counts a job only once its completion is
+reported committed (lockstep: EventJobFinished with status DONE; River: its
+job_completed subscription, as River's own benchmark counts), then checks the
+database's count of completed jobs.
+
+Modes: burn-down inserts --jobs jobs with each system's batch insert, then
+starts the workers and times until the last one is done; continuous keeps
+--backlog jobs available for --warmup plus --duration and counts the
+completions of --duration.
+
+Systems alternate within each repetition (lockstep-postgres, river-postgres,
+lockstep-mariadb, lockstep-sqlite, then again), each run on a fresh database.
+The table shows jobs/s per run, each system's median, and lockstep's jobs/s
+over River's, pair by pair (same repetition).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			switch mode {
+			case "both":
+				cfg.Modes = []string{throughput.BurnDown, throughput.Continuous}
+			case throughput.BurnDown, throughput.Continuous:
+				cfg.Modes = []string{mode}
+			default:
+				return fmt.Errorf("--mode must be burn-down, continuous or both, got %q", mode)
+			}
+			var err error
+			if cfg.Systems, err = throughput.ParseSystems(systems); err != nil {
+				return err
+			}
+			if withFloor {
+				cfg.Floor = &fo
+			}
+			set, err := r.Servers(ctx)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = r.Logger()
+			// The systems' own logs: warnings and errors only, unless
+			// --log-level debug asks for everything.
+			if r.Logger().Enabled(ctx, slog.LevelDebug) {
+				cfg.ClientLogger = r.Logger()
+			} else {
+				cfg.ClientLogger = r.Logger().With("from", "queue")
+				cfg.ClientLogger = slog.New(levelFilter{cfg.ClientLogger.Handler(), slog.LevelWarn})
+			}
+			rep, err := throughput.Run(ctx, set, cfg)
+			if rep != nil && len(rep.Runs) > 0 && err != nil {
+				// Print what was measured before the failure.
+				_ = rep.WriteText(r.stderr)
+			}
+			if err != nil {
+				return err
+			}
+			if r.JSON() {
+				enc := json.NewEncoder(r.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			return rep.WriteText(r.stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&mode, "mode", "both", "burn-down, continuous or both")
+	f.StringVar(&systems, "systems", "all", "comma-separated systems: "+strings.Join(throughput.AllSystems, ","))
+	f.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions; systems alternate within each")
+	f.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "burn-down: jobs inserted before the workers start")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "continuous: measured interval")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "continuous: time before the measured interval")
+	f.IntVar(&cfg.Backlog, "backlog", cfg.Backlog, "continuous: available jobs kept queued")
+	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker concurrency of each system (one queue)")
+	f.IntVar(&cfg.BatchSize, "batch", cfg.BatchSize, "jobs per batch insert")
+	f.IntVar(&cfg.PGPoolConns, "pg-pool-conns", cfg.PGPoolConns,
+		"pool_max_conns of both systems' pgx pools (0: pgx's default, max(4, GOMAXPROCS))")
+	f.BoolVar(&cfg.DBStats, "db-stats", cfg.DBStats,
+		"report statements and log volume per job (pg_stat_statements, SHOW GLOBAL STATUS)")
+	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a run's work phase may take")
+	f.BoolVar(&withFloor, "floor", false,
+		"also measure the write floor (as lockstep-bench floor, a smaller search) and print lockstep's share of it")
+	f.IntSliceVar(&fo.Batches, "floor-batches", fo.Batches, "--floor: batch sizes tried")
+	f.IntSliceVar(&fo.Concurrency, "floor-concurrency", fo.Concurrency, "--floor: loop counts tried")
+	f.DurationVar(&fo.Duration, "floor-duration", fo.Duration, "--floor: measured window of each point")
+	f.DurationVar(&fo.Warmup, "floor-warmup", fo.Warmup, "--floor: warm-up of each point")
+	return cmd
+}
