@@ -30,7 +30,7 @@ type Client struct {
 	running  map[int64]*runningJob
 	wake     map[string]chan struct{} // per served queue: in-process enqueue wake-up
 
-	completer   *completer // batches DONE results while the client runs
+	completer   *completer         // batches DONE results while the client runs
 	fetchCancel context.CancelFunc // stops claiming
 	workCancel  context.CancelCauseFunc
 	maintCancel context.CancelFunc

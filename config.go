@@ -29,12 +29,28 @@ type Config struct {
 	Logger *slog.Logger
 
 	// PollInterval is the longest a queue waits between claims when it
-	// finds nothing. After a claim that found work it polls again at once;
-	// after empty claims it backs off from MinPollInterval to this.
-	// Default 1s.
+	// finds nothing. A queue also claims at once when a job finishes, when
+	// a job is enqueued through this client, and on a wake-up from another
+	// process (see DisableNotify). A claim that filled every free slot is
+	// followed by another as soon as a slot frees; after one that found
+	// some work the next poll is MinPollInterval away; each poll that finds
+	// nothing doubles that, up to PollInterval. Default 1s.
 	PollInterval time.Duration
-	// MinPollInterval: default 25ms.
+	// MinPollInterval is the poll interval while work keeps coming: the
+	// longest a job enqueued by another process waits, when no wake-up
+	// reaches this client, while its queue is busy. Default 25ms.
 	MinPollInterval time.Duration
+	// DisableNotify turns off this client's wake-up listener. On PostgreSQL
+	// (a driver that implements driver.Notifier) a client that serves
+	// queues LISTENs on a connection of its own, outside the pool, and a
+	// job enqueued by another process wakes the queue's producer at once
+	// instead of at its next poll; without it such jobs wait for the poll
+	// (at most PollInterval). Set it behind a connection pooler in
+	// transaction mode, which cannot hold a LISTEN, or to keep the extra
+	// connection. Jobs this client enqueues wake its own producers either
+	// way, and its inserts still notify other processes (see
+	// postgres.Driver.WithoutNotify to stop that).
+	DisableNotify bool
 
 	// HeartbeatInterval is how often a client refreshes the heartbeat of
 	// its running jobs and notices jobs cancelled elsewhere. Default 5s.

@@ -26,6 +26,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	interval := c.cfg.MinPollInterval
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	polled := true // this claim is a poll: the timer fired
 	for {
 		// Drain finished jobs before deciding how many to claim.
 		for drained := false; !drained; {
@@ -53,7 +54,12 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 				interval = c.cfg.PollInterval
 			case len(jobs) > 0:
 				interval = c.cfg.MinPollInterval
-			default:
+			case polled:
+				// Only a poll that found nothing backs off. A claim made
+				// because a job finished or a wake-up came says nothing
+				// about how often work arrives: were it to back off too,
+				// a steady trickle of jobs (each finish followed by an
+				// empty claim) would push the poll to PollInterval.
 				interval = min(interval*2, c.cfg.PollInterval)
 			}
 			for _, j := range jobs {
@@ -82,6 +88,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			wait = c.cfg.PollInterval
 		}
 		timer.Reset(max(wait, time.Millisecond))
+		polled = false
 		select {
 		case <-fetchCtx.Done():
 			return
@@ -89,6 +96,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		case <-p.done:
 			running--
 		case <-timer.C:
+			polled = true
 		}
 	}
 }

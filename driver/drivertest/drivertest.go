@@ -34,6 +34,7 @@ func Run(t *testing.T, newDriver Factory) {
 	t.Run("CompleteMany", func(t *testing.T) { testCompleteMany(t, newDriver) })
 	t.Run("Client", func(t *testing.T) { testClient(t, newDriver) })
 	t.Run("ThreeClients", func(t *testing.T) { testThreeClients(t, newDriver) })
+	t.Run("Notify", func(t *testing.T) { testNotify(t, newDriver) })
 }
 
 // setup returns a driver on a fresh, migrated database.

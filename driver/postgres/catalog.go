@@ -33,6 +33,20 @@ func newCatalog() *catalog.Catalog {
 				" WITH ORDINALITY AS u(run_id, queue, kind, args, priority, max_attempts, available_at, n) ORDER BY u.n RETURNING id",
 		},
 		catalog.Statement{
+			// One wake-up per queue ($1: the distinct queues), issued in the
+			// transaction that makes the jobs available, so that it is
+			// delivered on commit only. It reads no table and takes no row
+			// lock; PostgreSQL serialises the commits of notifying
+			// transactions, which is why the executor paces it.
+			Name: "job.notify",
+			SQL:  "SELECT pg_notify('" + WakeChannel + "', q) FROM unnest($1::text[]) AS u(q)",
+		},
+		catalog.Statement{
+			// The listener's subscription, on a connection outside the pool.
+			Name: "job.listen",
+			SQL:  "LISTEN " + WakeChannel,
+		},
+		catalog.Statement{
 			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "SELECT status FROM lockstep_runs WHERE id = $1 FOR SHARE",
 		},

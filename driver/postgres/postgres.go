@@ -99,6 +99,7 @@ func NewDB(ctx context.Context, db *sql.DB) (*Driver, error) {
 		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
 		Classify:        classify,
 		ChunkSize:       1000,
+		Wake:            sqlexec.NewWake(DefaultNotifyCooldown),
 	}
 	return d, nil
 }

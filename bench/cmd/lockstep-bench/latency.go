@@ -26,7 +26,7 @@ func newLatencyCmd(r *root) *cobra.Command {
 		databases string
 		modes     string
 		rates     []int
-		tunedMin  time.Duration
+		tunedMin  []time.Duration
 		pollOnly  bool
 	)
 	cmd := &cobra.Command{
@@ -78,9 +78,11 @@ worker process's.`,
 					if db == "postgres" && pollOnly {
 						variants = append(variants, latency.Variant{Mode: latency.CrossProcess, Settings: "DisableNotify", DisableNotify: true})
 					}
-					if db != "postgres" && tunedMin > 0 {
-						variants = append(variants, latency.Variant{Mode: latency.CrossProcess,
-							Settings: "MinPollInterval " + tunedMin.String(), MinPollInterval: tunedMin})
+					for _, d := range tunedMin {
+						if db != "postgres" && d > 0 {
+							variants = append(variants, latency.Variant{Mode: latency.CrossProcess,
+								Settings: "MinPollInterval " + d.String(), MinPollInterval: d})
+						}
 					}
 				}
 				for _, v := range variants {
@@ -123,9 +125,10 @@ worker process's.`,
 	f.StringVar(&modes, "modes", "cross,same", "comma-separated: cross (enqueuer on another pool), same (one client)")
 	f.IntSliceVar(&rates, "rates", []int{100, 2000}, "jobs per second, the lowest being the light load")
 	f.DurationVar(&o.Duration, "duration", o.Duration, "enqueueing time per row")
+	f.BoolVar(&o.Poisson, "poisson", false, "space the enqueues as a Poisson process of the same mean rate instead of evenly")
 	f.IntVar(&o.Workers, "workers", o.Workers, "the worker client's MaxWorkers")
 	f.IntVar(&o.Enqueuers, "enqueuers", o.Enqueuers, "Enqueue calls in flight at most")
-	f.DurationVar(&tunedMin, "tuned-min-poll", 5*time.Millisecond, "extra cross-process rows for MariaDB and SQLite with this MinPollInterval (0: none)")
+	f.DurationSliceVar(&tunedMin, "tuned-min-poll", []time.Duration{5 * time.Millisecond}, "extra cross-process rows for MariaDB and SQLite, one per MinPollInterval given (0: none)")
 	f.BoolVar(&pollOnly, "pg-poll-only", true, "an extra cross-process PostgreSQL row with the worker's listener off")
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,11 @@ type Options struct {
 	// Enqueuers bounds the Enqueue calls in flight; the schedule falls
 	// behind (and Achieved shows it) when they are all busy.
 	Enqueuers int
+	// Poisson spaces the enqueues by exponentially distributed gaps (a
+	// Poisson process of the same mean rate) instead of evenly: even
+	// spacing can fall into step with a worker's poll cycle and flatter or
+	// penalise it by the phase it happens to keep.
+	Poisson bool
 	// Logger receives the clients' logs; nil discards them.
 	Logger *slog.Logger
 	// Logf reports progress.
@@ -299,7 +305,8 @@ func runPhase(ctx context.Context, ph Phase, o Options) (res *Result, err error)
 		scope = "phase"
 	}
 	began, enqueued := enqueueAtRate(ctx, enq, rec, ph.Rate, o)
-	elapsed := time.Since(began)
+	// The last job is due 1/rate before the end of the schedule.
+	elapsed := max(time.Since(began), o.Duration)
 	// Every job should start within a poll interval or so; allow more.
 	_ = waitUntil(ctx, 5*time.Second+3*poll, func() bool { return rec.pending() == 0 })
 	rss, _ := PeakRSS()
@@ -385,10 +392,19 @@ func enqueueAtRate(ctx context.Context, c *lockstep.Client, rec *recorder, rate 
 			}
 		}()
 	}
+	rng := rand.New(rand.NewPCG(1, uint64(rate)))
 	start := time.Now()
 	sent := 0
+	var at float64 // seconds after start
 	for ; sent < total; sent++ {
-		due := start.Add(time.Duration(float64(sent) * float64(time.Second) / float64(rate)))
+		if o.Poisson {
+			if sent > 0 {
+				at += rng.ExpFloat64() / float64(rate)
+			}
+		} else {
+			at = float64(sent) / float64(rate)
+		}
+		due := start.Add(time.Duration(at * float64(time.Second)))
 		if !sleep(ctx, time.Until(due)) {
 			break
 		}

@@ -34,7 +34,11 @@ func WriteText(w io.Writer, results []Result, o Options) error {
 		}
 	}
 	fmt.Fprintf(w, "enqueue→start latency: time.Now() when Work starts minus when the job's Enqueue call returned;\n")
-	fmt.Fprintf(w, "one Enqueue per job at a fixed rate for %s, at most %d calls in flight; worker MaxWorkers %d, no-op jobs.\n", o.Duration, o.Enqueuers, o.Workers)
+	spacing := "evenly spaced"
+	if o.Poisson {
+		spacing = "Poisson arrivals"
+	}
+	fmt.Fprintf(w, "one Enqueue per job at a fixed rate (%s) for %s, at most %d calls in flight; worker MaxWorkers %d, no-op jobs.\n", spacing, o.Duration, o.Enqueuers, o.Workers)
 	fmt.Fprintf(w, "cross-process: enqueuer and worker are two clients on two pools (as two processes); same-process: one client does both.\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "database\tenqueuer\twake-up\tpoll / min poll\tsettings\trate/s\tachieved\tjobs\tp50 ms\tp90 ms\tp99 ms\tmax ms\tenqueue p50 ms\tpeak RSS MiB\ttarget\t")

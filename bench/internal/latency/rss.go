@@ -11,8 +11,19 @@ import (
 
 // PeakRSS is the process's peak resident set size in bytes: VmHWM in
 // /proc/self/status (Linux), since the process started or since the last
-// ResetPeakRSS.
-func PeakRSS() (int64, error) { return procStatus("VmHWM") }
+// ResetPeakRSS. The kernel updates VmHWM lazily, so it can trail the
+// current VmRSS; the larger of the two is returned.
+func PeakRSS() (int64, error) {
+	hwm, err := procStatus("VmHWM")
+	if err != nil {
+		return 0, err
+	}
+	rss, err := procStatus("VmRSS")
+	if err != nil {
+		return 0, err
+	}
+	return max(hwm, rss), nil
+}
 
 // RSS is the process's resident set size now (VmRSS), in bytes.
 func RSS() (int64, error) { return procStatus("VmRSS") }

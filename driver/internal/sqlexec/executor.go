@@ -31,6 +31,10 @@ type Dialect struct {
 	InsertReturning bool
 	// ChunkSize bounds the ids one multi-row statement names.
 	ChunkSize int
+	// Wake, when set on a dialect whose catalogue has "job.notify", paces
+	// the wake-ups that inserts and retries send to other processes'
+	// listeners (driver.Notifier); nil sends none.
+	Wake *Wake
 }
 
 // Executor implements driver.Executor on a pool or inside a transaction.
@@ -159,9 +163,23 @@ func sortedUnique(ids []int64) []int64 {
 	return slices.Compact(out)
 }
 
-// JobInsertMany inserts jobs in batches, one statement per batch.
+// JobInsertMany inserts jobs in batches, one statement per batch. When the
+// dialect wakes listeners and a queue is due a wake-up, the inserts and
+// "job.notify" share one transaction (the executor's own on a pool).
 func (e *Executor) JobInsertMany(ctx context.Context, jobs []lsdriver.JobInsertParams) ([]int64, error) {
-	ids, err := e.insertJobs(ctx, e.q, jobs)
+	queues := e.wake().due(jobs)
+	if len(queues) == 0 {
+		ids, err := e.insertJobs(ctx, e.q, jobs)
+		return ids, e.wrap("insert jobs", err)
+	}
+	var ids []int64
+	err := e.inTx(ctx, func(q Querier) error {
+		var err error
+		if ids, err = e.insertJobs(ctx, q, jobs); err != nil {
+			return err
+		}
+		return e.notify(ctx, q, queues)
+	})
 	return ids, e.wrap("insert jobs", err)
 }
 
@@ -243,11 +261,14 @@ func (e *Executor) queryIDs(ctx context.Context, q Querier, name, sqlText string
 // JobInsertIntoRun locks the run row first — the run before its jobs, the
 // same order as RunCancel — so no job can slip into a run being cancelled.
 func (e *Executor) JobInsertIntoRun(ctx context.Context, runID int64, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+	queues := e.wake().due(jobs)
 	var ids []int64
 	err := e.inTx(ctx, func(q Querier) error {
 		var err error
-		ids, err = e.insertIntoRun(ctx, q, runID, jobs)
-		return err
+		if ids, err = e.insertIntoRun(ctx, q, runID, jobs); err != nil {
+			return err
+		}
+		return e.notify(ctx, q, queues)
 	})
 	return ids, e.wrap("insert jobs into run", err)
 }

@@ -47,6 +47,9 @@ func (e *Executor) JobRetry(ctx context.Context, id int64) (bool, error) {
 			return err
 		}
 		ok = res.RowsAffected == 1
+		if ok && e.wake().dueQueue(job.Queue) {
+			return e.notify(ctx, q, []string{job.Queue})
+		}
 		return nil
 	})
 	if err != nil {
