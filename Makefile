@@ -66,7 +66,8 @@ bench: deps bench-build
 	@cat $(BENCH_OUT)/floor.md
 	$(BENCH) depth > $(BENCH_OUT)/depth.md
 	@cat $(BENCH_OUT)/depth.md
-	# latency: $(BENCH) latency > $(BENCH_OUT)/latency.md && cat $(BENCH_OUT)/latency.md
+	$(BENCH) latency > $(BENCH_OUT)/latency.md
+	@cat $(BENCH_OUT)/latency.md
 
 # gofmt, vet and tests of the bench module: the root's `go vet ./...` does
 # not descend into a nested module.
@@ -85,4 +86,4 @@ bench-smoke: deps bench-check bench-build
 	  --floor --floor-batches 100 --floor-concurrency 2 --floor-duration 1s --floor-warmup 200ms
 	$(BENCH) --log-level warn floor --batch 10,100 --concurrency 1,2 --duration 1s --warmup 200ms
 	$(BENCH) --log-level warn depth --depths 1000 --claims 20 --lock-samples 1
-	# latency: $(BENCH) --log-level warn latency ...
+	$(BENCH) --log-level warn latency --rates 20,200 --duration 1s --tuned-min-poll 0
