@@ -53,6 +53,10 @@ type Statement struct {
 	// IDList marks statements whose last parameter is a list of ids, all
 	// visited through the primary key in ascending order.
 	IDList bool
+	// Returning marks writes that return the ids they changed (RETURNING
+	// id), so the executor knows which rows a fenced batch wrote without a
+	// transaction around it.
+	Returning bool
 	// Rows marks multi-row INSERTs whose {rows} marker expands to RowSQL once
 	// per row.
 	Rows bool

@@ -66,10 +66,14 @@ func newCatalog() *catalog.Catalog {
 			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status = 'RUNNING' AND attempts = $2",
 		},
 		catalog.Statement{
-			// The batched DONE of many attempts of one attempt number,
-			// after job.lock_ids has locked them all ORDER BY id.
-			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = now(), heartbeat_at = now() WHERE attempts = $1 AND status = 'RUNNING' AND id = ANY($2)",
+			// The batched DONE of many attempts of one attempt number, one
+			// statement and its own transaction: the CTE locks the rows
+			// ORDER BY id (as job.lock_ids does), the UPDATE writes those
+			// still RUNNING at that attempt and returns their ids.
+			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true, Returning: true,
+			SQL: "WITH locked AS (SELECT id FROM lockstep_jobs WHERE id = ANY($2) ORDER BY id FOR UPDATE)" +
+				" UPDATE lockstep_jobs j SET status = 'DONE', finished_at = now(), heartbeat_at = now() FROM locked" +
+				" WHERE j.id = locked.id AND j.attempts = $1 AND j.status = 'RUNNING' RETURNING j.id",
 		},
 		catalog.Statement{
 			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,

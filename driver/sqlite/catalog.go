@@ -52,8 +52,8 @@ func newCatalog() *catalog.Catalog {
 		},
 		catalog.Statement{
 			// The batched DONE of many attempts of one attempt number.
-			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE attempts = ? AND status = 'RUNNING' AND id IN ({ids})",
+			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true, Returning: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE attempts = ? AND status = 'RUNNING' AND id IN ({ids}) RETURNING id",
 		},
 		catalog.Statement{
 			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,

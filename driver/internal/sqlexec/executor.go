@@ -563,13 +563,14 @@ func (t *Tx) Commit() error { return t.tx.Commit() }
 // Rollback rolls the transaction back.
 func (t *Tx) Rollback() error { return t.tx.Rollback() }
 
-// JobCompleteMany writes DONE for a batch of attempts in one transaction.
-// The batch is written one statement per attempt number (nearly always
-// one); when there are several, every row is first locked by primary key in
-// ascending id order, so the batch as a whole keeps the one lock order. When
-// a fence fails (a job cancelled or reaped meanwhile) the row counts cannot
-// say which, so the batch is rolled back and written again the careful way:
-// lock every row, read their states, write those still owned.
+// JobCompleteMany writes DONE for a batch of attempts, one statement per
+// attempt number (nearly always one) and chunk, each its own transaction
+// that locks its rows by primary key in ascending id order. Where the
+// statement returns the ids it changed (PostgreSQL, SQLite) that is all.
+// On MySQL, which cannot return them, each statement runs in a transaction
+// that commits only if every fence matched; otherwise it is rolled back
+// and written again the careful way: lock the rows, read their states,
+// write those still owned.
 func (e *Executor) JobCompleteMany(ctx context.Context, jobs []lsdriver.JobRef) ([]lsdriver.JobRef, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -578,78 +579,92 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []lsdriver.JobRef) 
 	for _, j := range jobs {
 		want[j.ID] = j.Attempt
 	}
+	st := e.cat().Get("job.finish_done_many")
+	chunk := e.d.ChunkSize
+	if chunk <= 0 {
+		chunk = 500
+	}
+	groups := groupByAttempt(want)
+	attempts := make([]int, 0, len(groups))
+	for a := range groups {
+		attempts = append(attempts, a)
+	}
+	slices.Sort(attempts)
 	var written []lsdriver.JobRef
+	for _, a := range attempts {
+		ids := sortedUnique(groups[a])
+		for start := 0; start < len(ids); start += chunk {
+			part := ids[start:min(start+chunk, len(ids))]
+			var got []int64
+			var err error
+			if st.Returning {
+				sqlText, args := e.cat().BindIDs(st, part, a)
+				got, err = e.queryIDs(ctx, e.q, st.Name, sqlText, args...)
+			} else {
+				got, err = e.completeChecked(ctx, part, a)
+			}
+			if err != nil {
+				return nil, e.wrap(fmt.Sprintf("complete %d jobs", len(jobs)), err)
+			}
+			for _, id := range got {
+				written = append(written, lsdriver.JobRef{ID: id, Attempt: a})
+			}
+		}
+	}
+	slices.SortFunc(written, func(x, y lsdriver.JobRef) int { return cmpInt64(x.ID, y.ID) })
+	return written, nil
+}
+
+// completeChecked is the batched DONE where the statement cannot say which
+// rows it changed: all or nothing, then row by row under lock.
+func (e *Executor) completeChecked(ctx context.Context, ids []int64, attempt int) ([]int64, error) {
 	err := e.inTx(ctx, func(q Querier) error {
-		n, err := e.completeOwned(ctx, q, want, len(groupByAttempt(want)) > 1)
+		n, err := e.execIDs(ctx, q, "job.finish_done_many", ids, attempt)
 		if err != nil {
 			return err
 		}
-		if n != int64(len(want)) {
+		if n != int64(len(ids)) {
 			return errPartialComplete
 		}
-		written = refsOf(want)
 		return nil
 	})
-	if errors.Is(err, errPartialComplete) {
-		err = e.inTx(ctx, func(q Querier) error {
-			ids := make([]int64, 0, len(want))
-			for id := range want {
-				ids = append(ids, id)
+	if err == nil {
+		return ids, nil
+	}
+	if !errors.Is(err, errPartialComplete) {
+		return nil, err
+	}
+	var owned []int64
+	err = e.inTx(ctx, func(q Querier) error {
+		if err := e.lockMany(ctx, q, ids); err != nil {
+			return err
+		}
+		want := make(map[int64]int, len(ids))
+		for _, id := range ids {
+			want[id] = attempt
+		}
+		still, err := e.owned(ctx, q, ids, want)
+		if err != nil {
+			return err
+		}
+		owned = owned[:0]
+		for _, id := range ids {
+			if _, ok := still[id]; ok {
+				owned = append(owned, id)
 			}
-			ids = sortedUnique(ids)
-			if err := e.lockMany(ctx, q, ids); err != nil {
-				return err
-			}
-			owned, err := e.owned(ctx, q, ids, want)
-			if err != nil {
-				return err
-			}
-			if _, err := e.completeOwned(ctx, q, owned, false); err != nil {
-				return err
-			}
-			written = refsOf(owned)
+		}
+		if len(owned) == 0 {
 			return nil
-		})
-	}
-	if err != nil {
-		return nil, e.wrap(fmt.Sprintf("complete %d jobs", len(jobs)), err)
-	}
-	return written, nil
+		}
+		_, err = e.execIDs(ctx, q, "job.finish_done_many", owned, attempt)
+		return err
+	})
+	return owned, err
 }
 
 // errPartialComplete rolls back a batched DONE whose fences did not all
 // match.
 var errPartialComplete = errors.New("some fences did not match")
-
-// completeOwned writes DONE for attempts by id, one statement per attempt
-// number, locking every row first when lockFirst is set; it returns the
-// rows written.
-func (e *Executor) completeOwned(ctx context.Context, q Querier, attempts map[int64]int, lockFirst bool) (int64, error) {
-	groups := groupByAttempt(attempts)
-	if lockFirst {
-		all := make([]int64, 0, len(attempts))
-		for id := range attempts {
-			all = append(all, id)
-		}
-		if err := e.lockMany(ctx, q, sortedUnique(all)); err != nil {
-			return 0, err
-		}
-	}
-	keys := make([]int, 0, len(groups))
-	for a := range groups {
-		keys = append(keys, a)
-	}
-	slices.Sort(keys)
-	var total int64
-	for _, a := range keys {
-		n, err := e.execIDs(ctx, q, "job.finish_done_many", sortedUnique(groups[a]), a)
-		if err != nil {
-			return total, err
-		}
-		total += n
-	}
-	return total, nil
-}
 
 // owned reads which of ids are still RUNNING at the wanted attempt.
 func (e *Executor) owned(ctx context.Context, q Querier, ids []int64, want map[int64]int) (map[int64]int, error) {
@@ -678,15 +693,6 @@ func groupByAttempt(attempts map[int64]int) map[int][]int64 {
 	for id, a := range attempts {
 		out[a] = append(out[a], id)
 	}
-	return out
-}
-
-func refsOf(attempts map[int64]int) []lsdriver.JobRef {
-	out := make([]lsdriver.JobRef, 0, len(attempts))
-	for id, a := range attempts {
-		out = append(out, lsdriver.JobRef{ID: id, Attempt: a})
-	}
-	slices.SortFunc(out, func(x, y lsdriver.JobRef) int { return cmpInt64(x.ID, y.ID) })
 	return out
 }
 
