@@ -22,6 +22,15 @@ type producer struct {
 
 func (p *producer) run(fetchCtx, workCtx context.Context) {
 	c := p.c
+	// A fixed set of worker goroutines, one per slot, rather than one
+	// goroutine per job: a worker keeps the stack its jobs grew (decoding
+	// args grows it), where a new goroutine per job copied it anew each
+	// time — a sixth of the client's CPU under load.
+	// Workers are started as the number of running jobs first reaches
+	// each count, so an idle queue with a large MaxWorkers holds few.
+	work := make(chan *JobRow, p.max)
+	defer close(work)
+	workers := 0
 	running := 0
 	interval := c.cfg.MinPollInterval
 	timer := time.NewTimer(0)
@@ -64,12 +73,18 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			}
 			for _, j := range jobs {
 				running++
+				if running > workers {
+					workers++
+					go func() {
+						for j := range work {
+							c.execute(workCtx, j)
+							c.jobs.Done()
+							p.done <- struct{}{}
+						}
+					}()
+				}
 				c.jobs.Add(1)
-				go func() {
-					defer c.jobs.Done()
-					c.execute(workCtx, j)
-					p.done <- struct{}{}
-				}()
+				work <- j // never blocks: at most max jobs are queued or running
 			}
 			// A full claim means more may be waiting: claim again as soon as
 			// a slot frees, without waiting for the poll.
