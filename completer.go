@@ -13,7 +13,9 @@ const maxCompleteBatch = 500
 
 // completer writes DONE results in batches, as a database does group
 // commit: while one batch is being written the results that arrive wait,
-// and all of them go together in the next. An idle client writes each DONE
+// and all of them go together in the next. A job hands its DONE over and
+// frees its slot; the completer tells it (its event, its log line) once the
+// batch is committed. An idle client writes each DONE
 // at once; a busy one writes one short transaction per batch instead of one
 // per job. Only DONE is batched: failures, retries and snoozes carry
 // per-job values and stay single statements.
@@ -23,15 +25,10 @@ type completer struct {
 	done chan struct{}
 }
 
-// completion is one DONE waiting to be written, and where its outcome goes.
+// completion is one DONE waiting to be written, and who to tell.
 type completion struct {
-	ref    driver.JobRef
-	result chan completionResult
-}
-
-type completionResult struct {
-	wrote bool
-	err   error
+	ref  driver.JobRef
+	done func(wrote bool, err error)
 }
 
 func newCompleter(c *Client) *completer {
@@ -80,18 +77,17 @@ func (p *completer) write(batch []*completion) {
 		ok[w] = true
 	}
 	for _, b := range batch {
-		b.result <- completionResult{wrote: err == nil && ok[b.ref], err: err}
+		b.done(err == nil && ok[b.ref], err)
 	}
 }
 
-// complete queues one DONE and waits for its batch to be written.
-func (p *completer) complete(ref driver.JobRef) (bool, error) {
+// enqueue queues one DONE; done is called once its batch is written. It
+// blocks only while a full batch is already waiting, which holds back
+// claims when the database falls behind.
+func (p *completer) enqueue(ref driver.JobRef, done func(wrote bool, err error)) {
 	// The client stops the completer only after its last job has
 	// finished, so in is open here.
-	c := &completion{ref: ref, result: make(chan completionResult, 1)}
-	p.in <- c
-	r := <-c.result
-	return r.wrote, r.err
+	p.in <- &completion{ref: ref, done: done}
 }
 
 // stop lets the queued DONEs be written and waits for the writer, up to

@@ -195,21 +195,33 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 			}
 		}
 	}
+	began := time.Now()
+	if p.Status == driver.StatusDone && c.completer != nil {
+		// DONE goes with the others finishing now, in one transaction,
+		// written after this returns: the job's slot is free at once, as
+		// the work is done, and the batch's commit no longer holds it.
+		// The completer reports once the DONE is committed (or failed);
+		// Stop writes every queued DONE before it returns, and a process
+		// that dies first leaves the job RUNNING for the reaper.
+		c.completer.enqueue(driver.JobRef{ID: p.ID, Attempt: p.Attempt}, func(wrote bool, err error) {
+			c.finished(job, p, werr, took, cause, began, wrote, err)
+		})
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.FinishTimeout)
 	defer cancel()
 	var wrote bool
-	began := time.Now()
-	var err error
-	if p.Status == driver.StatusDone && c.completer != nil {
-		// DONE goes with the others finishing now, in one transaction.
-		wrote, err = c.completer.complete(driver.JobRef{ID: p.ID, Attempt: p.Attempt})
-	} else {
-		err = c.retryDB(ctx, "finish", func(ctx context.Context) error {
-			var err error
-			wrote, err = c.exec.JobFinish(ctx, p)
-			return err
-		})
-	}
+	err := c.retryDB(ctx, "finish", func(ctx context.Context) error {
+		var err error
+		wrote, err = c.exec.JobFinish(ctx, p)
+		return err
+	})
+	c.finished(job, p, werr, took, cause, began, wrote, err)
+}
+
+// finished reports a written (or failed, or discarded) result: the event
+// and the log line.
+func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, took time.Duration, cause error, began time.Time, wrote bool, err error) {
 	if err == nil {
 		c.emit(Event{
 			Kind: EventJobFinished, Queue: job.Queue, JobKind: job.Kind, Status: p.Status,
