@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -86,9 +85,7 @@ plan the seed's query differently.`,
 				results = append(results, res)
 			}
 			if r.JSON() {
-				enc := json.NewEncoder(r.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return r.writeJSON(struct {
 					Results []*depth.Result `json:"results"`
 				}{results})
 			}

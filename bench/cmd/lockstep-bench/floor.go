@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -72,9 +71,7 @@ jobs/s for each, and the best is the floor.`,
 				results = append(results, res)
 			}
 			if r.JSON() {
-				enc := json.NewEncoder(r.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return r.writeJSON(struct {
 					Results []*floor.Result `json:"results"`
 				}{results})
 			}

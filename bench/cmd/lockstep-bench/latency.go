@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -102,9 +101,7 @@ worker process's.`,
 				return err
 			}
 			if r.JSON() {
-				enc := json.NewEncoder(r.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return r.writeJSON(struct {
 					Cores       int              `json:"cores"`
 					GoVersion   string           `json:"go_version"`
 					DurationS   float64          `json:"duration_s"`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -127,6 +128,14 @@ func (r *root) Logf(format string, args ...any) {
 
 // JSON reports whether --json was given.
 func (r *root) JSON() bool { return r.json }
+
+// writeJSON writes v to stdout as indented JSON, the --json output of every
+// subcommand.
+func (r *root) writeJSON(v any) error {
+	enc := json.NewEncoder(r.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
 
 // Servers returns the shared database servers, creating the Set on first
 // use; the servers themselves start when first asked for a database, and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -75,9 +74,7 @@ over River's, pair by pair (same repetition).`,
 				return err
 			}
 			if r.JSON() {
-				enc := json.NewEncoder(r.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return r.writeJSON(rep)
 			}
 			return rep.WriteText(r.stdout)
 		},
