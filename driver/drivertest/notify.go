@@ -31,13 +31,6 @@ func (l *EventLog) Add(e lockstep.Event) {
 	l.mu.Unlock()
 }
 
-// Len is the number of events so far: a mark for WaitClaimAfter.
-func (l *EventLog) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.events)
-}
-
 // WaitClaimAfter waits for a claim recorded after mark and returns the new
 // mark. Once the claim that follows a job's finish has been made, the
 // queue's next poll is a full poll interval away.

@@ -128,22 +128,12 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 func (e *Executor) execIDs(ctx context.Context, q Querier, name string, ids []int64, args ...any) (int64, error) {
 	st := e.cat().Get(name)
 	lock, needLock := e.cat().Lookup("job.lock_ids")
-	chunk := e.d.ChunkSize
-	if chunk <= 0 {
-		chunk = 500
-	}
+	chunk := e.chunkSize()
 	var total int64
 	for start := 0; start < len(ids); start += chunk {
 		part := ids[start:min(start+chunk, len(ids))]
 		if needLock {
-			sqlText, largs := e.cat().BindIDs(lock, part)
-			rows, err := e.query(ctx, q, lock.Name, sqlText, largs...)
-			if err != nil {
-				return total, err
-			}
-			for rows.Next() {
-			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			if err := e.lockRows(ctx, q, lock, part); err != nil {
 				return total, err
 			}
 		}
@@ -155,6 +145,27 @@ func (e *Executor) execIDs(ctx context.Context, q Querier, name string, ids []in
 		total += res.RowsAffected
 	}
 	return total, nil
+}
+
+// chunkSize is how many ids one IDList statement binds.
+func (e *Executor) chunkSize() int {
+	if e.d.ChunkSize <= 0 {
+		return 500
+	}
+	return e.d.ChunkSize
+}
+
+// lockRows runs a locking read over ids (ascending) and discards its rows:
+// the locks are what it is for.
+func (e *Executor) lockRows(ctx context.Context, q Querier, st catalog.Statement, ids []int64) error {
+	sqlText, args := e.cat().BindIDs(st, ids)
+	rows, err := e.query(ctx, q, st.Name, sqlText, args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	return errors.Join(rows.Err(), rows.Close())
 }
 
 func sortedUnique(ids []int64) []int64 {
@@ -580,10 +591,7 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []lsdriver.JobRef) 
 		want[j.ID] = j.Attempt
 	}
 	st := e.cat().Get("job.finish_done_many")
-	chunk := e.d.ChunkSize
-	if chunk <= 0 {
-		chunk = 500
-	}
+	chunk := e.chunkSize()
 	groups := groupByAttempt(want)
 	attempts := make([]int, 0, len(groups))
 	for a := range groups {
@@ -706,19 +714,9 @@ func (e *Executor) lockMany(ctx context.Context, q Querier, ids []int64) error {
 			return nil
 		}
 	}
-	chunk := e.d.ChunkSize
-	if chunk <= 0 {
-		chunk = 500
-	}
+	chunk := e.chunkSize()
 	for start := 0; start < len(ids); start += chunk {
-		sqlText, args := e.cat().BindIDs(st, ids[start:min(start+chunk, len(ids))])
-		rows, err := e.query(ctx, q, st.Name, sqlText, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		if err := e.lockRows(ctx, q, st, ids[start:min(start+chunk, len(ids))]); err != nil {
 			return err
 		}
 	}
