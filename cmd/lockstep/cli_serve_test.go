@@ -61,7 +61,24 @@ func TestCLIServeAndToolsThroughBinary(t *testing.T) {
 
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, cmd.Wait(), "serve exits 0 on SIGTERM; stderr: %s", stderr.String())
+
+		// migrate down and up again, one migration at a time.
+		require.Contains(t, l.ok("migrate", "down"), "schema is at version")
+		require.Contains(t, l.ok("migrate", "up"), "schema is at version")
 	})
+}
+
+// TestCLIDatabaseFreeCommandsThroughBinary: demo (its own SQLite file,
+// whatever --dsn says) and deadlock decode, through the built binary.
+func TestCLIDatabaseFreeCommandsThroughBinary(t *testing.T) {
+	l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}
+	out := l.ok("deadlock", "decode", deadlockTestdata("seed_mysql84.txt"))
+	require.Contains(t, out, "Pattern: opposite-index-order on lab.attempt (idx_status vs PRIMARY)")
+	var rep struct {
+		Runs []json.RawMessage `json:"runs"`
+	}
+	l.json(&rep, "demo")
+	require.Len(t, rep.Runs, 3, "the demo creates three runs")
 }
 
 // TestCLIWorkMetrics: a worker process serves its own /metrics (claims,
