@@ -67,7 +67,7 @@ func (p *completer) write(batch []*completion) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.c.cfg.FinishTimeout)
 	defer cancel()
 	var written []driver.JobRef
-	err := p.c.retryDB(ctx, "complete", func(ctx context.Context) error {
+	err := p.c.retryDBIdempotent(ctx, "complete", func(ctx context.Context) error {
 		var err error
 		written, err = p.c.exec.JobCompleteMany(ctx, refs)
 		return err

@@ -42,6 +42,7 @@ const (
 	ErrorSerialization = driver.ErrorSerialization
 	ErrorLockTimeout   = driver.ErrorLockTimeout
 	ErrorBusy          = driver.ErrorBusy
+	ErrorConnection    = driver.ErrorConnection
 )
 
 var (
@@ -58,7 +59,10 @@ var (
 	// ErrNestedRetryTx: RetryTx retries whole transactions it owns and so
 	// refuses to run inside another one.
 	ErrNestedRetryTx = errors.New("RetryTx called inside a RetryTx transaction: a transaction can only be retried whole, by its owner")
-	// ErrUnknownKind: no worker is registered for the job's kind.
+	// ErrUnknownKind: no worker is registered for the job's kind in the
+	// process that claimed it. The job is retried with backoff, not
+	// failed: during a rolling deploy another process (or this one's next
+	// version) may have the worker.
 	ErrUnknownKind = errors.New("no worker registered for kind")
 )
 

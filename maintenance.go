@@ -41,7 +41,7 @@ func (c *Client) Heartbeat(ctx context.Context) {
 		return
 	}
 	var lost []driver.JobRef
-	err := c.retryDB(ctx, "heartbeat", func(ctx context.Context) error {
+	err := c.retryDBIdempotent(ctx, "heartbeat", func(ctx context.Context) error {
 		var err error
 		lost, err = c.exec.JobHeartbeat(ctx, refs)
 		return err
@@ -75,7 +75,7 @@ func (c *Client) reapLoop(ctx context.Context) {
 // is safe to run in every process at once.
 func (c *Client) Reap(ctx context.Context) ([]driver.ReapResult, error) {
 	var out []driver.ReapResult
-	err := c.retryDB(ctx, "reap", func(ctx context.Context) error {
+	err := c.retryDBIdempotent(ctx, "reap", func(ctx context.Context) error {
 		var err error
 		out, err = c.exec.JobReap(ctx, &driver.JobReapParams{StaleAfter: c.cfg.ReapAfter, Max: 1000})
 		return err

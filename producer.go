@@ -12,6 +12,10 @@ import (
 )
 
 // producer claims jobs of one queue into free worker slots.
+// maxClaimBackoffShift caps the wait between failing claims at 8 ×
+// PollInterval: a database back from a restart is used within seconds.
+const maxClaimBackoffShift = 3
+
 type producer struct {
 	c     *Client
 	queue string
@@ -36,6 +40,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	polled := true // this claim is a poll: the timer fired
+	failures := 0  // claims failed in a row
 	for {
 		// Drain finished jobs before deciding how many to claim.
 		for drained := false; !drained; {
@@ -53,14 +58,27 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			if err == nil {
 				c.emit(Event{Kind: EventClaimed, Queue: p.queue, Count: len(jobs), Took: time.Since(began)})
 			}
+			if err == nil && failures > 0 {
+				c.logger.Info("lockstep: claims work again", "queue", p.queue, "failed", failures)
+				failures = 0
+			}
 			switch {
 			case err != nil:
 				// A failed claim took nothing, whatever rows it returned.
+				// (One whose commit was lost with its connection left
+				// its jobs RUNNING with no heartbeat: the reaper returns
+				// them.)
 				jobs = nil
 				if fetchCtx.Err() == nil {
-					c.logger.Error("lockstep: claim failed", "queue", p.queue, "err", err)
+					failures++
+					// An outage gets one line, then one per ten tries.
+					if failures == 1 || failures%10 == 0 {
+						c.logger.Error("lockstep: claim failed", "queue", p.queue, "failed", failures, "err", err)
+					}
 				}
-				interval = c.cfg.PollInterval
+				// Back off while the database is away: PollInterval,
+				// doubling to maxClaimBackoff of them.
+				interval = c.cfg.PollInterval << min(max(failures-1, 0), maxClaimBackoffShift)
 			case len(jobs) > 0:
 				interval = c.cfg.MinPollInterval
 			case polled:
@@ -139,7 +157,7 @@ func (c *Client) runWorker(ctx context.Context, job *JobRow) (err error, nextRet
 		entry = c.cfg.Workers.byKind[job.Kind]
 	}
 	if entry == nil {
-		return Permanent(fmt.Errorf("%w %q", ErrUnknownKind, job.Kind)), nil
+		return fmt.Errorf("%w %q in this process", ErrUnknownKind, job.Kind), nil
 	}
 	run, timeoutOf, next, err := entry.prepare(job)
 	if err != nil {
@@ -211,7 +229,7 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.FinishTimeout)
 	defer cancel()
 	var wrote bool
-	err := c.retryDB(ctx, "finish", func(ctx context.Context) error {
+	err := c.retryDBIdempotent(ctx, "finish", func(ctx context.Context) error {
 		var err error
 		wrote, err = c.exec.JobFinish(ctx, p)
 		return err

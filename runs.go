@@ -87,7 +87,7 @@ func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOp
 // heartbeat elsewhere. Their late results change nothing.
 func (c *Client) CancelRun(ctx context.Context, runID int64) (*RunCancelResult, error) {
 	var res *RunCancelResult
-	err := c.retryDB(ctx, "cancel run", func(ctx context.Context) error {
+	err := c.retryDBIdempotent(ctx, "cancel run", func(ctx context.Context) error {
 		var err error
 		res, err = c.exec.RunCancel(ctx, runID)
 		return err
@@ -104,7 +104,7 @@ func (c *Client) CancelRun(ctx context.Context, runID int64) (*RunCancelResult, 
 // state.
 func (c *Client) CancelJob(ctx context.Context, id int64) (bool, error) {
 	var ok bool
-	err := c.retryDB(ctx, "cancel job", func(ctx context.Context) error {
+	err := c.retryDBIdempotent(ctx, "cancel job", func(ctx context.Context) error {
 		var err error
 		ok, err = c.exec.JobCancel(ctx, id)
 		return err

@@ -1,8 +1,12 @@
 package driver
 
 import (
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 )
 
 // ErrorKind classifies a database error by its code. Classification is by
@@ -23,6 +27,12 @@ const (
 	ErrorLockTimeout
 	// ErrorBusy: SQLite SQLITE_BUSY / SQLITE_LOCKED.
 	ErrorBusy
+	// ErrorConnection: the connection failed, was refused or was lost
+	// (the server is down, restarting, or killed the session). A statement
+	// in flight may or may not have committed, so only work that is safe
+	// to repeat after it did commit (a fenced finish, a heartbeat) may be
+	// retried; see Retryable.
+	ErrorConnection
 )
 
 func (k ErrorKind) String() string {
@@ -35,13 +45,17 @@ func (k ErrorKind) String() string {
 		return "lock wait timeout"
 	case ErrorBusy:
 		return "busy"
+	case ErrorConnection:
+		return "connection"
 	default:
 		return "other"
 	}
 }
 
-// Retryable reports whether re-running the whole transaction may succeed.
-func (k ErrorKind) Retryable() bool { return k != ErrorOther }
+// Retryable reports whether re-running the whole transaction may succeed
+// and is safe whatever the transaction does: the server rolled it back.
+// A connection error is not: the commit may have happened.
+func (k ErrorKind) Retryable() bool { return k != ErrorOther && k != ErrorConnection }
 
 // DBError is a classified database error.
 type DBError struct {
@@ -51,7 +65,12 @@ type DBError struct {
 	Err  error
 }
 
-func (e *DBError) Error() string { return fmt.Sprintf("%s (code %s): %v", e.Kind, e.Code, e.Err) }
+func (e *DBError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("%s: %v", e.Kind, e.Err)
+	}
+	return fmt.Sprintf("%s (code %s): %v", e.Kind, e.Code, e.Err)
+}
 func (e *DBError) Unwrap() error { return e.Err }
 
 // KindOf reports the kind of a classified error anywhere in err's chain.
@@ -61,4 +80,29 @@ func KindOf(err error) ErrorKind {
 		return dbe.Kind
 	}
 	return ErrorOther
+}
+
+// BrokenConnection reports whether err says the connection itself failed,
+// by type and errno, as every driver's errors have it: database/sql's
+// ErrBadConn, an unexpected end of stream, a network error (refused,
+// reset, closed, timed out). Drivers add their own codes (a server
+// shutting down, a killed session) on top.
+func BrokenConnection(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, sqldriver.ErrBadConn),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF),
+		errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE),
+		errors.As(err, &ne):
+		return true
+	}
+	return false
 }

@@ -3,6 +3,8 @@ package mysql_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -153,4 +155,42 @@ func TestRetryTxRetriesDeadlockVictim(t *testing.T) {
 	var jobs int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM lockstep_jobs").Scan(&jobs))
 	require.Equal(t, 1, jobs, "the rolled-back attempt's job is gone, the retry's is there")
+}
+
+// TestClassifiesConnectionErrors: a session killed by the server and a
+// server that refuses connections are ErrorConnection, which is not
+// Retryable (a lost commit may have happened).
+func TestClassifiesConnectionErrors(t *testing.T) {
+	ctx := context.Background()
+	drv, err := mysql.Open(ctx, testdb.MySQL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	db := drv.DB()
+
+	victim, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer victim.Close()
+	var id int64
+	require.NoError(t, victim.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id))
+	_, err = db.ExecContext(ctx, "KILL CONNECTION ?", id)
+	require.NoError(t, err)
+	_, err = victim.ExecContext(ctx, "SELECT 1")
+	require.Error(t, err)
+	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
+	require.False(t, drv.ClassifyError(err).Retryable())
+
+	// A port nobody listens on: the listener is closed before the dial.
+	port := closedPort(t)
+	_, err = mysql.Open(ctx, fmt.Sprintf("root@tcp(127.0.0.1:%d)/x?timeout=2s", port))
+	require.Error(t, err)
+	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
+}
+
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	return port
 }

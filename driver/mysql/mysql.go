@@ -165,6 +165,11 @@ func (d *Driver) beginTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 func classify(err error) (lsdriver.ErrorKind, string) {
 	var me *gomysql.MySQLError
 	if !errors.As(err, &me) {
+		// The driver reports a connection lost mid-statement as
+		// ErrInvalidConn (it has already logged the network error).
+		if errors.Is(err, gomysql.ErrInvalidConn) || lsdriver.BrokenConnection(err) {
+			return lsdriver.ErrorConnection, ""
+		}
 		return lsdriver.ErrorOther, ""
 	}
 	code := strconv.Itoa(int(me.Number))
@@ -175,6 +180,14 @@ func classify(err error) (lsdriver.ErrorKind, string) {
 		return lsdriver.ErrorLockTimeout, code
 	case 1020: // MariaDB 11.6+ innodb_snapshot_isolation: record changed
 		return lsdriver.ErrorSerialization, code
+	case 1053, // ER_SERVER_SHUTDOWN
+		1077, // ER_NORMAL_SHUTDOWN
+		1152, // ER_ABORTING_CONNECTION
+		1927, // MariaDB ER_CONNECTION_KILLED
+		2006, // CR_SERVER_GONE_ERROR
+		2013, // CR_SERVER_LOST
+		4031: // MySQL 8.0.24+ ER_CLIENT_INTERACTION_TIMEOUT
+		return lsdriver.ErrorConnection, code
 	}
 	return lsdriver.ErrorOther, code
 }

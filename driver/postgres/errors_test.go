@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -82,4 +84,36 @@ func TestClassifiesRealErrors(t *testing.T) {
 	_, err = d.Exec("UPDATE pair SET v = v + 1 WHERE id = 1")
 	require.Error(t, err)
 	require.Equal(t, driver.ErrorLockTimeout, drv.ClassifyError(err))
+}
+
+// TestClassifiesConnectionErrors: a backend terminated by the server
+// (57P01) and a server that refuses connections are ErrorConnection, which
+// is not Retryable (a lost commit may have happened).
+func TestClassifiesConnectionErrors(t *testing.T) {
+	ctx := context.Background()
+	drv, err := postgres.Open(ctx, testdb.Postgres(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	db := drv.DB()
+
+	victim, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer victim.Close()
+	var pid int64
+	require.NoError(t, victim.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	var ok bool
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&ok))
+	require.True(t, ok)
+	_, err = victim.ExecContext(ctx, "SELECT 1")
+	require.Error(t, err)
+	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
+	require.False(t, drv.ClassifyError(err).Retryable())
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	_, err = postgres.Open(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?connect_timeout=2", port))
+	require.Error(t, err)
+	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -139,6 +140,10 @@ func columnarInsert(jobs []lsdriver.JobInsertParams) []any {
 func classify(err error) (lsdriver.ErrorKind, string) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
+		var ce *pgconn.ConnectError
+		if errors.As(err, &ce) || lsdriver.BrokenConnection(err) {
+			return lsdriver.ErrorConnection, ""
+		}
 		return lsdriver.ErrorOther, ""
 	}
 	switch pe.Code {
@@ -148,6 +153,13 @@ func classify(err error) (lsdriver.ErrorKind, string) {
 		return lsdriver.ErrorSerialization, pe.Code
 	case "55P03":
 		return lsdriver.ErrorLockTimeout, pe.Code
+	case "57P01", // admin_shutdown: the server is stopping, or the session was terminated
+		"57P02", // crash_shutdown
+		"57P03": // cannot_connect_now: the server is starting
+		return lsdriver.ErrorConnection, pe.Code
+	}
+	if strings.HasPrefix(pe.Code, "08") { // class 08: connection exception
+		return lsdriver.ErrorConnection, pe.Code
 	}
 	return lsdriver.ErrorOther, pe.Code
 }
