@@ -32,25 +32,25 @@ func (k step) String() string {
 }
 
 func stepOf(t transition) step {
-	reaped := t.errored && strings.HasPrefix(t.lastErr, reapMarker)
+	reaped := t.Errored && strings.HasPrefix(t.LastError, reapMarker)
 	switch {
-	case t.from == driver.StatusPending && t.to == driver.StatusRunning:
+	case t.From == driver.StatusPending && t.To == driver.StatusRunning:
 		return stepClaim
-	case (t.from == driver.StatusPending || t.from == driver.StatusRunning) && t.to == driver.StatusCancelled:
+	case (t.From == driver.StatusPending || t.From == driver.StatusRunning) && t.To == driver.StatusCancelled:
 		return stepCancel
-	case t.from != driver.StatusRunning:
+	case t.From != driver.StatusRunning:
 		return stepIllegal
-	case t.to == driver.StatusDone:
+	case t.To == driver.StatusDone:
 		return stepDone
-	case t.to == driver.StatusPending && t.snoozed:
+	case t.To == driver.StatusPending && t.Snoozed:
 		return stepSnooze
-	case t.to == driver.StatusPending && reaped:
+	case t.To == driver.StatusPending && reaped:
 		return stepReap
-	case t.to == driver.StatusPending && t.errored:
+	case t.To == driver.StatusPending && t.Errored:
 		return stepRetry
-	case t.to == driver.StatusFailed && reaped:
+	case t.To == driver.StatusFailed && reaped:
 		return stepReapFailed
-	case t.to == driver.StatusFailed && t.errored:
+	case t.To == driver.StatusFailed && t.Errored:
 		return stepFailed
 	}
 	return stepIllegal
@@ -142,34 +142,34 @@ func (c *checker) problem(format string, args ...any) {
 func (c *checker) walk(j *driver.JobRow, trs []transition) {
 	state, attempts, terminals, left := driver.StatusPending, 0, 0, false
 	for _, t := range trs {
-		if t.from != state {
-			c.problem("job %d: audit seq %d changes it from %s, but it was %s", j.ID, t.seq, t.from, state)
+		if t.From != state {
+			c.problem("job %d: audit seq %d changes it from %s, but it was %s", j.ID, t.Seq, t.From, state)
 		}
-		if terminal(t.from) {
+		if terminal(t.From) {
 			left = true
 		}
 		k := stepOf(t)
 		switch k {
 		case stepIllegal:
 			c.problem("job %d: audit seq %d is an illegal change %s→%s (errored %t, snoozed %t, last error %q)",
-				j.ID, t.seq, t.from, t.to, t.errored, t.snoozed, t.lastErr)
+				j.ID, t.Seq, t.From, t.To, t.Errored, t.Snoozed, t.LastError)
 		case stepClaim:
-			if t.attempts != attempts+1 {
-				c.problem("job %d: claimed at attempt %d after attempt %d", j.ID, t.attempts, attempts)
+			if t.Attempts != attempts+1 {
+				c.problem("job %d: claimed at attempt %d after attempt %d", j.ID, t.Attempts, attempts)
 			}
-			c.claimed[ref{j.ID, t.attempts}] = true
+			c.claimed[ref{j.ID, t.Attempts}] = true
 			c.res.Claims++
 		default:
-			if t.attempts != attempts {
-				c.problem("job %d: %s changed attempts from %d to %d", j.ID, k, attempts, t.attempts)
+			if t.Attempts != attempts {
+				c.problem("job %d: %s changed attempts from %d to %d", j.ID, k, attempts, t.Attempts)
 			}
-			if t.from == driver.StatusRunning {
-				c.ended[ref{j.ID, t.attempts}] = k
+			if t.From == driver.StatusRunning {
+				c.ended[ref{j.ID, t.Attempts}] = k
 			}
 		}
 		c.count(k, t)
-		state, attempts = t.to, t.attempts
-		if terminal(t.to) {
+		state, attempts = t.To, t.Attempts
+		if terminal(t.To) {
 			terminals++
 		}
 	}
@@ -194,7 +194,7 @@ func (c *checker) count(k step, t transition) {
 		c.res.Reaps++
 		c.res.ReapsToFailed++
 	case stepCancel:
-		if t.from == driver.StatusRunning {
+		if t.From == driver.StatusRunning {
 			c.res.CancelledRunning++
 		}
 	}

@@ -41,7 +41,7 @@ func newFixture() *fixture {
 	l.staleFinish(ref{2, 1}, done, false)
 	l.cancelJobTried(3)
 	l.cancelJobApplied(3)
-	reap := transition{from: running, to: pending, attempts: 1, errored: true, lastErr: reapMarker + ": no heartbeat for over 3s"}
+	reap := transition{From: running, To: pending, Attempts: 1, Errored: true, LastError: reapMarker + ": no heartbeat for over 3s"}
 	return &fixture{
 		s: s,
 		jobs: []*driver.JobRow{
@@ -50,9 +50,9 @@ func newFixture() *fixture {
 			{ID: 3, Status: cancelled, Attempts: 0},
 		},
 		audit: map[int64][]transition{
-			1: {{from: pending, to: running, attempts: 1}, {from: running, to: done, attempts: 1}},
-			2: {{from: pending, to: running, attempts: 1}, reap, {from: pending, to: running, attempts: 2}, {from: running, to: done, attempts: 2}},
-			3: {{from: pending, to: cancelled}},
+			1: {{From: pending, To: running, Attempts: 1}, {From: running, To: done, Attempts: 1}},
+			2: {{From: pending, To: running, Attempts: 1}, reap, {From: pending, To: running, Attempts: 2}, {From: running, To: done, Attempts: 2}},
+			3: {{From: pending, To: cancelled}},
 		},
 		before: deadlockReading{counted: true, value: 5},
 		after:  deadlockReading{counted: true, value: 5},
@@ -88,7 +88,7 @@ func TestCheckCatchesFaults(t *testing.T) {
 		check func(t *testing.T, res *Result)
 	}{
 		{"finished twice", func(f *fixture) {
-			f.audit[1] = append(f.audit[1], transition{from: done, to: cancelled, attempts: 1})
+			f.audit[1] = append(f.audit[1], transition{From: done, To: cancelled, Attempts: 1})
 			f.jobs[0].Status = cancelled
 		}, "entered a terminal status 2 times", func(t *testing.T, res *Result) { require.Equal(t, 1, res.DoubleFinished) }},
 		{"lost", func(f *fixture) { f.jobs = f.jobs[:2] }, "job 3 was enqueued and is gone",
@@ -102,15 +102,15 @@ func TestCheckCatchesFaults(t *testing.T) {
 		{"attempt executed twice", func(f *fixture) { f.s.ledger.beginExec(1, 1, 2) }, "executed twice", nil},
 		{"stale finish written", func(f *fixture) { f.s.ledger.staleFinish(ref{2, 1}, done, true) }, "was written after", nil},
 		{"abandoned claim finished", func(f *fixture) {
-			f.audit[2] = []transition{{from: pending, to: running, attempts: 1}, {from: running, to: done, attempts: 1}}
+			f.audit[2] = []transition{{From: pending, To: running, Attempts: 1}, {From: running, To: done, Attempts: 1}}
 			f.jobs[1].Attempts = 1
 		}, "abandoned by the dead worker, ended by done", nil},
-		{"claim skipped an attempt", func(f *fixture) { f.audit[1][0].attempts, f.audit[1][1].attempts, f.jobs[0].Attempts = 2, 2, 2 },
+		{"claim skipped an attempt", func(f *fixture) { f.audit[1][0].Attempts, f.audit[1][1].Attempts, f.jobs[0].Attempts = 2, 2, 2 },
 			"claimed at attempt 2 after attempt 0", nil},
 		{"cancelled by no one", func(f *fixture) { delete(f.s.ledger.jobCancelTried, 3) }, "cancelled neither it nor its run", nil},
 		{"audit disagrees with the row", func(f *fixture) { f.jobs[0].Status = failed }, "but its audit ends at DONE", nil},
 		{"unexplained failure", func(f *fixture) {
-			f.audit[1][1] = transition{from: running, to: failed, attempts: 1, errored: true, lastErr: "boom"}
+			f.audit[1][1] = transition{From: running, To: failed, Attempts: 1, Errored: true, LastError: "boom"}
 			f.jobs[0].Status = failed
 		}, "(ok) FAILED at attempt 1", nil},
 		{"deadlock counted", func(f *fixture) { f.after.value = 7 }, "counted 2 deadlocks", nil},
