@@ -12,6 +12,8 @@ func newLabCmd(c *cli) *cobra.Command {
 lockstep statement follows.
 
   audit      flag statements of yours whose lock paths can cross
+  chaos      kill worker processes with SIGKILL while they work, then check
+             that no job was lost, finished twice or run again needlessly
   catalog    print every statement with its access path and what it locks
   explain    EXPLAIN a statement on the seed's table under its distributions
   locks      print the lock table while the seed's cancel waits, or now
@@ -27,6 +29,7 @@ lockstep statement follows.
 	cmd.AddCommand(
 		newLabAuditCmd(c),
 		newLabCatalogCmd(c),
+		newLabChaosCmd(c),
 		newLabExplainCmd(c),
 		newLabLocksCmd(c),
 		newLabPlanguardCmd(c),

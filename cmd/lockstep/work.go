@@ -14,12 +14,16 @@ import (
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/execjob"
+	"github.com/lockstep-queue/lockstep/lab/chaos"
 )
 
 // The kinds `work --kind` can register.
 const (
 	workKindExec = "exec"
 	workKindDemo = "demo"
+	// workKindLedger runs the chaos test's ledger jobs (package
+	// lab/chaos), which record every execution in a table of their own.
+	workKindLedger = "ledger"
 )
 
 type workOptions struct {
@@ -64,6 +68,9 @@ kind can have its own command: --exec resize=./resize.sh --exec mail=./mail.py.
 
 --kind demo runs the demo's kinds (resize, flaky, rate_limited, slow).
 
+--kind ledger runs the chaos test's kind: each job records its start and end
+in the table lockstep_chaos_ledger (see lockstep lab chaos).
+
 Queues are named with --queue NAME (at most --workers jobs at once) or
 --queue NAME=N (at most N); the default is the queue "default".`,
 		Example: `  lockstep work --kind exec --command './resize.sh'
@@ -77,7 +84,7 @@ Queues are named with --queue NAME (at most --workers jobs at once) or
 	f := cmd.Flags()
 	f.StringArrayVar(&o.queues, "queue", nil, "queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
 	f.IntVar(&o.workers, "workers", 10, "jobs run at once per queue given without =N")
-	f.StringSliceVar(&o.kinds, "kind", nil, "kinds of job to run: exec (needs --command) or demo (repeatable)")
+	f.StringSliceVar(&o.kinds, "kind", nil, "kinds of job to run: exec (needs --command), demo or ledger (repeatable)")
 	f.StringVar(&o.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
 	f.StringArrayVar(&o.execs, "exec", nil, "KIND=COMMAND: run COMMAND with sh -c for each job of KIND (repeatable)")
 	f.DurationVar(&o.execTimeout, "exec-timeout", 0, "for exec workers: kill a command running longer than this (0: no limit)")
@@ -153,8 +160,10 @@ func workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers, error) {
 			if err := addDemoWorkers(ws); err != nil {
 				return nil, err
 			}
+		case workKindLedger:
+			// Registered once the database is open: it writes there.
 		default:
-			return nil, fmt.Errorf("unknown --kind %q: use exec or demo", k)
+			return nil, fmt.Errorf("unknown --kind %q: use exec, demo or ledger", k)
 		}
 	}
 	for _, spec := range o.execs {
@@ -217,6 +226,11 @@ func (c *cli) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		return err
 	}
 	defer func() { _ = d.Close() }()
+	if slices.ContainsFunc(o.kinds, func(k string) bool { return strings.EqualFold(strings.TrimSpace(k), workKindLedger) }) {
+		if err := chaos.NewLedgerWorker(d).Register(ws); err != nil {
+			return err
+		}
+	}
 	cfg := lockstep.Config{
 		Queues: queues, Workers: ws, Logger: c.logger,
 		PollInterval: o.poll, HeartbeatInterval: o.heartbeat, ReapAfter: o.reapAfter,

@@ -1,0 +1,77 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/lab/statusaudit"
+)
+
+// TestCheckerFindsEachBrokenPromise feeds the checker one job's records,
+// first sound and then broken one way at a time, and requires it to name
+// each breakage (the database-backed half is cmd/lockstep's
+// TestKill9MidJob).
+func TestCheckerFindsEachBrokenPromise(t *testing.T) {
+	const (
+		pending   = driver.StatusPending
+		running   = driver.StatusRunning
+		done      = driver.StatusDone
+		cancelled = driver.StatusCancelled
+	)
+	sound := func() (jobState, []statusaudit.Transition, []execution) {
+		return jobState{status: done, attempts: 2},
+			[]statusaudit.Transition{
+				{Seq: 1, From: pending, To: running, Attempts: 1},
+				{Seq: 2, From: running, To: pending, Attempts: 1, Errored: true},
+				{Seq: 3, From: pending, To: running, Attempts: 2},
+				{Seq: 4, From: running, To: done, Attempts: 2},
+			},
+			[]execution{{attempt: 1, pid: 10}, {attempt: 2, pid: 20, complete: true}}
+	}
+	killed := map[int]bool{10: true}
+	run := func(j jobState, trs []statusaudit.Transition, ex []execution, runCancelled bool) *Result {
+		c := &checker{res: &Result{}}
+		c.job(1, j, runCancelled, trs, ex, killed)
+		return c.res
+	}
+
+	j, trs, ex := sound()
+	res := run(j, trs, ex, false)
+	require.Empty(t, res.Problems)
+	require.Equal(t, 1, res.Reaps)
+	require.Equal(t, 1, res.ReExecuted)
+
+	for name, tc := range map[string]struct {
+		breakIt func(j *jobState, trs *[]statusaudit.Transition, ex *[]execution)
+		want    string
+	}{
+		"re-executed though its process lived": {func(_ *jobState, _ *[]statusaudit.Transition, ex *[]execution) { (*ex)[0].pid = 11 }, "never killed"},
+		"final state written twice": {func(_ *jobState, trs *[]statusaudit.Transition, _ *[]execution) {
+			*trs = append(*trs, statusaudit.Transition{Seq: 5, From: done, To: done, Attempts: 2})
+		}, "written 2 times"},
+		"changed after it was final": {func(_ *jobState, trs *[]statusaudit.Transition, _ *[]execution) {
+			*trs = append(*trs, statusaudit.Transition{Seq: 5, From: done, To: pending, Attempts: 2})
+		}, "a final state"},
+		"one attempt executed twice": {func(_ *jobState, _ *[]statusaudit.Transition, ex *[]execution) {
+			*ex = append(*ex, execution{attempt: 2, pid: 30, complete: true})
+		}, "executed twice"},
+		"DONE but the work never completed": {func(_ *jobState, _ *[]statusaudit.Transition, ex *[]execution) { (*ex)[1].complete = false }, "never completed"},
+		"DONE but never started":            {func(_ *jobState, _ *[]statusaudit.Transition, ex *[]execution) { *ex = (*ex)[:1] }, "never saw start"},
+		"left RUNNING":                      {func(j *jobState, _ *[]statusaudit.Transition, _ *[]execution) { j.status = running }, "ended RUNNING"},
+		"CANCELLED outside a cancelled run": {func(j *jobState, trs *[]statusaudit.Transition, _ *[]execution) {
+			j.status = cancelled
+			(*trs)[3].To = cancelled
+		}, "its run was not cancelled"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j, trs, ex := sound()
+			tc.breakIt(&j, &trs, &ex)
+			res := run(j, trs, ex, false)
+			require.NotEmpty(t, res.Problems)
+			require.Contains(t, strings.Join(res.Problems, "\n"), tc.want)
+		})
+	}
+}
