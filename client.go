@@ -121,12 +121,24 @@ func (c *Client) checkSchema(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lockstep: start: %w", err)
 	}
-	v, err := m.Version(ctx)
+	// A process started while its database restarts waits for it (up to
+	// connRetryWindow) rather than exit: reading the version is harmless
+	// to repeat.
+	var v int
+	err = c.retryDBIdempotent(ctx, "read schema version", func(ctx context.Context) error {
+		var err error
+		v, err = m.Version(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("lockstep: start: read schema version: %w", err)
 	}
-	if v != m.Latest() {
-		return fmt.Errorf("lockstep: start: schema is at migration %d, this binary needs %d: run `lockstep migrate up`", v, m.Latest())
+	switch latest := m.Latest(); {
+	case v < latest:
+		return fmt.Errorf("lockstep: start: %w: the schema is at migration %d, this binary needs %d: run `lockstep migrate up`", ErrSchemaVersion, v, latest)
+	case v > latest:
+		return fmt.Errorf("lockstep: start: %w: the schema is at migration %d, newer than this binary knows (%d): run a newer lockstep, "+
+			"or migrate down with the binary that migrated it up", ErrSchemaVersion, v, latest)
 	}
 	return nil
 }

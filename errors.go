@@ -59,6 +59,9 @@ var (
 	// ErrNestedRetryTx: RetryTx retries whole transactions it owns and so
 	// refuses to run inside another one.
 	ErrNestedRetryTx = errors.New("RetryTx called inside a RetryTx transaction: a transaction can only be retried whole, by its owner")
+	// ErrSchemaVersion: Start found the schema at a migration other than
+	// the one this binary needs.
+	ErrSchemaVersion = errors.New("schema version mismatch")
 	// ErrUnknownKind: no worker is registered for the job's kind in the
 	// process that claimed it. The job is retried with backoff, not
 	// failed: during a rolling deploy another process (or this one's next

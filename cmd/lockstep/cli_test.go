@@ -629,7 +629,7 @@ func TestCLIWorkRefusesBadFlags(t *testing.T) {
 		{[]string{"work", "--kind", "demo", "--workers", "0"}, "lockstep: --workers must be between 1 and 10000, got 0"},
 		{[]string{"work", "--kind", "demo", "--heartbeat", "1m"}, "lockstep: --reap-after (1m0s) must exceed twice --heartbeat (1m0s), or live jobs would be reaped"},
 		{[]string{"work", "--kind", "exec", "--command", "true", "--exec-timeout", "-1s"}, "lockstep: --exec-timeout must not be negative, got -1s"},
-		{[]string{"work", "--kind", "demo"}, "lockstep: start: schema is at migration 0"},
+		{[]string{"work", "--kind", "demo"}, "lockstep: start: schema version mismatch: the schema is at migration 0"},
 	} {
 		got := l.fail(tc.args...)
 		require.True(t, strings.HasPrefix(got, tc.want), "%v:\n got %s\nwant %s", tc.args, got, tc.want)
