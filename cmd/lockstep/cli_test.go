@@ -622,7 +622,7 @@ func TestCLIWorkRefusesBadFlags(t *testing.T) {
 		{[]string{"work", "--exec", "a=true", "--exec", "a=false"}, `lockstep: --exec "a=false": add worker: kind "a" is already registered`},
 		{[]string{"work", "--kind", "demo", "--exec-timeout", "1s"}, "lockstep: --exec-timeout is only used with --kind exec or --exec"},
 		{[]string{"work", "--kind", "exec"}, "lockstep: --kind exec needs --command, the command line to run for each job"},
-		{[]string{"work", "--kind", "cron"}, `lockstep: unknown --kind "cron": use exec or demo`},
+		{[]string{"work", "--kind", "cron"}, `lockstep: unknown --kind "cron": use exec, demo or ledger`},
 		{[]string{"work", "--kind", "demo", "--command", "true"}, "lockstep: --command is only used with --kind exec"},
 		{[]string{"work", "--kind", "demo", "--queue", "a=0"}, `lockstep: --queue "a=0": the number of workers after = must be between 1 and 10000`},
 		{[]string{"work", "--kind", "demo", "--queue", "a", "--queue", "a=2"}, `lockstep: --queue "a" is given twice`},
