@@ -67,9 +67,11 @@ func (p *completer) write(batch []*completion) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.c.cfg.FinishTimeout)
 	defer cancel()
 	var written []driver.JobRef
+	lost := false // a try's connection broke: it may have committed
 	err := p.c.retryDBIdempotent(ctx, "complete", func(ctx context.Context) error {
 		var err error
 		written, err = p.c.exec.JobCompleteMany(ctx, refs)
+		lost = lost || p.c.drv.ClassifyError(err) == driver.ErrorConnection
 		return err
 	})
 	ok := make(map[driver.JobRef]bool, len(written))
@@ -77,7 +79,8 @@ func (p *completer) write(batch []*completion) {
 		ok[w] = true
 	}
 	for _, b := range batch {
-		b.done(err == nil && ok[b.ref], err)
+		wrote := err == nil && (ok[b.ref] || lost && p.c.confirmFinal(ctx, b.ref, driver.StatusDone))
+		b.done(wrote, err)
 	}
 }
 
@@ -98,4 +101,15 @@ func (p *completer) stop() {
 	case <-p.done:
 	case <-time.After(p.c.cfg.FinishTimeout):
 	}
+}
+
+// confirmFinal reports whether the job is in the final status at the
+// attempt ref names. After a try whose connection broke, the fenced retry
+// refuses a result the lost try had already committed; reading the row
+// tells that apart from a job cancelled or reaped meanwhile. Only final
+// statuses are told apart this way: a reap also leaves a job PENDING at
+// the same attempt, as a retry does.
+func (c *Client) confirmFinal(ctx context.Context, ref driver.JobRef, status driver.JobStatus) bool {
+	j, err := c.exec.JobGet(ctx, ref.ID)
+	return err == nil && j.Status == status && j.Attempts == ref.Attempt
 }

@@ -229,11 +229,16 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.FinishTimeout)
 	defer cancel()
 	var wrote bool
+	lost := false // a try's connection broke: it may have committed
 	err := c.retryDBIdempotent(ctx, "finish", func(ctx context.Context) error {
 		var err error
 		wrote, err = c.exec.JobFinish(ctx, p)
+		lost = lost || c.drv.ClassifyError(err) == driver.ErrorConnection
 		return err
 	})
+	if err == nil && !wrote && lost && p.Status != driver.StatusPending {
+		wrote = c.confirmFinal(ctx, driver.JobRef{ID: p.ID, Attempt: p.Attempt}, p.Status)
+	}
 	c.finished(job, p, werr, took, cause, began, wrote, err)
 }
 
