@@ -7,6 +7,13 @@
 // Mutating actions (cancel a run, cancel a job, retry a failed job) are
 // POST only and need a CSRF token; with Config.Token set, every request
 // needs the token as a bearer header or a session cookie from /login.
+//
+// The dashboard outlives database outages: every request's database work
+// ends after Config.ReadTimeout, and while the database cannot be reached
+// pages answer 503 with "Database unavailable" in the normal layout (and
+// reload themselves), htmx refreshes 503 with the message, and /healthz
+// (open, for load balancers) 503 with a short reason; once the database is
+// back the pools reconnect and pages serve data again.
 package dashboard
 
 import (
@@ -81,6 +88,11 @@ type Config struct {
 	// SecureCookies marks cookies Secure (set it when served over HTTPS,
 	// e.g. behind a TLS-terminating proxy).
 	SecureCookies bool
+	// ReadTimeout bounds the database work of each request: a page, an
+	// htmx refresh or an action answers within it even when the database
+	// does not (503, "database unavailable"); /healthz waits at most 2 s
+	// (or ReadTimeout, if shorter). Default 15 s.
+	ReadTimeout time.Duration
 }
 
 // Server is the dashboard, an http.Handler.
@@ -100,6 +112,8 @@ type Server struct {
 
 	logMu   sync.Mutex
 	lastErr map[string]string
+
+	outage outage
 }
 
 // Dialects as driver.Driver.Dialect reports them.
@@ -140,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 	for _, v := range []struct {
 		name string
 		d    time.Duration
-	}{{"Window", cfg.Window}, {"SampleInterval", cfg.SampleInterval}, {"SessionTTL", cfg.SessionTTL}} {
+	}{{"Window", cfg.Window}, {"SampleInterval", cfg.SampleInterval}, {"SessionTTL", cfg.SessionTTL}, {"ReadTimeout", cfg.ReadTimeout}} {
 		if v.d < 0 {
 			return nil, fmt.Errorf("dashboard: %s must not be negative", v.name)
 		}
@@ -166,6 +180,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = defaultReadTimeout
 	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
@@ -202,6 +219,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /login", s.handleLoginForm)
 	mux.HandleFunc("POST /login", s.handleLogin)
 	mux.HandleFunc("POST /logout", s.handleLogout)
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
 
 	mux.HandleFunc("GET /{$}", s.handleQueues)
 	mux.HandleFunc("GET /queues/table", s.handleQueuesTable)
@@ -249,14 +267,20 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) background(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(s.cfg.SampleInterval, 5*time.Second))
 	defer cancel()
-	if _, err := s.sample(ctx); err != nil && ctx.Err() == nil {
-		s.logOnce("throughput", "dashboard: sample throughput", err)
-	} else {
+	_, err := s.sample(ctx)
+	switch {
+	case err == nil:
 		s.logOnce("throughput", "", nil)
+	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// Run is stopping.
+	case s.unavailable(err):
+		s.dbDown(err) // logged once per outage
+	default:
+		s.logOnce("throughput", "dashboard: sample throughput", err)
 	}
-	if err := s.locks.pollDeadlocks(ctx); err != nil && ctx.Err() == nil {
+	if err := s.locks.pollDeadlocks(ctx); err != nil && ctx.Err() == nil && !s.unavailable(err) {
 		s.logOnce("deadlocks", "dashboard: poll deadlocks", err)
-	} else {
+	} else if err == nil {
 		s.logOnce("deadlocks", "", nil)
 	}
 }

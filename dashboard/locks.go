@@ -24,10 +24,14 @@ type lockMonitor struct {
 	db      *sql.DB
 	max     int
 
-	flavorMu sync.Mutex
-	flavor   lockview.Flavor
+	// flavorSem guards flavor and makes one Detect at a time; pollSem
+	// makes one SHOW ENGINE INNODB STATUS at a time. They are channels so
+	// that a request waiting for another one's query (which waits for a
+	// database that does not answer) gives up with its own deadline.
+	flavorSem chan struct{}
+	flavor    lockview.Flavor
 
-	pollMu sync.Mutex // one SHOW ENGINE INNODB STATUS at a time
+	pollSem chan struct{}
 
 	mu       sync.Mutex
 	schema   string
@@ -47,12 +51,30 @@ type seenDeadlock struct {
 }
 
 func newLockMonitor(dialect string, db *sql.DB, max int) *lockMonitor {
-	return &lockMonitor{dialect: dialect, db: db, max: max, seen: map[string]bool{}}
+	return &lockMonitor{dialect: dialect, db: db, max: max, seen: map[string]bool{},
+		flavorSem: make(chan struct{}, 1), pollSem: make(chan struct{}, 1)}
+}
+
+// acquire takes sem, or gives up when ctx ends while another holds it.
+func acquire(ctx context.Context, sem chan struct{}, what string) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for another request's %s: %w", what, ctx.Err())
+	}
 }
 
 func (m *lockMonitor) getFlavor(ctx context.Context) (lockview.Flavor, error) {
-	m.flavorMu.Lock()
-	defer m.flavorMu.Unlock()
+	if err := acquire(ctx, m.flavorSem, "server version check"); err != nil {
+		return "", err
+	}
+	defer func() { <-m.flavorSem }()
 	if m.flavor != "" {
 		return m.flavor, nil
 	}
@@ -87,9 +109,11 @@ func (m *lockMonitor) pollDeadlocks(ctx context.Context) error {
 	if m.dialect != dialectMySQL {
 		return nil
 	}
-	m.pollMu.Lock()
-	defer m.pollMu.Unlock()
-	err := m.poll(ctx)
+	err := acquire(ctx, m.pollSem, "SHOW ENGINE INNODB STATUS")
+	if err == nil {
+		defer func() { <-m.pollSem }()
+		err = m.poll(ctx)
+	}
 	if err != nil && abandoned(ctx) {
 		// The caller went away (a page load the user left, or serve
 		// stopping): that says nothing about the server, so the last
@@ -306,11 +330,13 @@ func viewDeadlock(d *seenDeadlock) deadlockView {
 }
 
 // waits reads the current lock waits, turning a refusal into a message.
-func (s *Server) waits(ctx context.Context) waitsData {
+// It also returns the error, for the caller to tell an unavailable
+// database from a refusal.
+func (s *Server) waits(ctx context.Context) (waitsData, error) {
 	d := waitsData{At: time.Now()}
 	if s.cfg.Dialect == dialectSQLite {
 		d.Message = "SQLite locks the whole database file for a writer: there are no row locks and no lock waits to show (a blocked writer gets SQLITE_BUSY and lockstep retries it)."
-		return d
+		return d, nil
 	}
 	d.Supported = true
 	f, err := s.locks.getFlavor(ctx)
@@ -325,19 +351,29 @@ func (s *Server) waits(ctx context.Context) waitsData {
 		d.Privilege = errors.Is(err, lockview.ErrPrivilege)
 		d.Message = redact(err.Error())
 	}
-	return d
+	return d, err
 }
 
 func (s *Server) handleLockWaits(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	s.render(w, r, http.StatusOK, "partials.html", "lock-waits", s.waits(ctx))
+	d, err := s.waits(ctx)
+	if s.unavailable(err) {
+		s.dbError(w, r, "reading lock waits", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "partials.html", "lock-waits", d)
 }
 
 func (s *Server) handleLocks(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	d := locksData{base: s.base(r, "Locks", "locks"), Waits: s.waits(ctx)}
+	waits, err := s.waits(ctx)
+	if s.unavailable(err) {
+		s.dbError(w, r, "reading lock waits", err)
+		return
+	}
+	d := locksData{base: s.base(r, "Locks", "locks"), Waits: waits}
 	switch s.cfg.Dialect {
 	case dialectSQLite:
 		d.Kind = "sqlite"

@@ -14,21 +14,26 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
-// readTimeout bounds the database work of one page.
-const readTimeout = 15 * time.Second
-
 // argsLimit is how much of a job's args the job page shows.
 const argsLimit = 64 << 10
 
+// ctx is the context of a read: it ends with the request or after
+// Config.ReadTimeout.
 func (s *Server) ctx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), readTimeout)
+	return context.WithTimeout(r.Context(), s.cfg.ReadTimeout)
 }
 
-// dbError shows a failed read or write: not found is a 404, the rest a
-// 500 whose message is the error with any password removed.
+// dbError shows a failed read or write: not found is a 404; a database
+// that cannot be reached (or did not answer in time) a 503 saying so; the
+// rest a 500. Messages are the error with any password removed.
 func (s *Server) dbError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if errors.Is(err, lockstep.ErrNotFound) {
 		s.renderError(w, r, http.StatusNotFound, what+": not found")
+		return
+	}
+	if s.unavailable(err) {
+		s.dbDown(err)
+		s.renderUnavailable(w, r, s.unavailableMessage(r, what, err))
 		return
 	}
 	s.logger.Error("dashboard: "+what, "err", redact(err.Error()))
@@ -87,7 +92,9 @@ type queuesTable struct {
 	Capped     bool
 	Chart      chart
 	Error      string
-	Now        time.Time
+	// Unavailable: Error says the database could not be reached.
+	Unavailable bool
+	Now         time.Time
 	// MaxQueues is set when the read stopped at Config.MaxQueues: there
 	// may be more queues than the table shows.
 	MaxQueues int
@@ -107,6 +114,7 @@ func (s *Server) sample(ctx context.Context) ([]*lockstep.QueueStats, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.dbUp()
 	var total float64
 	var capped bool
 	var now time.Time
@@ -135,12 +143,19 @@ func queueRate(st *lockstep.QueueStats, def time.Duration) (float64, bool) {
 	return float64(d.N+f.N) / win.Seconds(), d.Capped || f.Capped
 }
 
-func (s *Server) queuesTable(r *http.Request) queuesTable {
+// queuesTable reads the queues table; a failed read leaves its rows empty
+// and its Error set, and is returned too.
+func (s *Server) queuesTable(r *http.Request) (queuesTable, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	t := queuesTable{Window: s.cfg.Window, CountLimit: s.cfg.CountLimit, Now: time.Now()}
 	stats, err := s.sample(ctx)
-	if err != nil {
+	switch {
+	case err == nil:
+	case s.unavailable(err):
+		s.dbDown(err)
+		t.Error, t.Unavailable = s.unavailableMessage(r, "reading queue stats", err), true
+	default:
 		s.logger.Error("dashboard: queue stats", "err", redact(err.Error()))
 		t.Error = "reading queue stats: " + redact(err.Error())
 	}
@@ -166,17 +181,33 @@ func (s *Server) queuesTable(r *http.Request) queuesTable {
 		t.Rows = append(t.Rows, row)
 	}
 	t.Chart = s.tput.chart(s.cfg.Samples)
-	return t
+	return t, err
 }
 
+// handleQueues is the queues page. While the database is unavailable it
+// is a 503 whose table says so; the table keeps reloading itself, and
+// fills in once the database is back.
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "queues.html", "layout", queuesData{base: s.base(r, "Queues", "queues"), Table: s.queuesTable(r)})
+	t, _ := s.queuesTable(r)
+	status := http.StatusOK
+	if t.Unavailable {
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", fmt.Sprint(outageRefresh))
+	}
+	s.render(w, r, status, "queues.html", "layout", queuesData{base: s.base(r, "Queues", "queues"), Table: t})
 }
 
 // handleQueuesTable is the queues table alone, which the page reloads
-// every 2 seconds.
+// every 2 seconds. While the database is unavailable it is a 503 with the
+// message (htmx leaves the table as it was, and the page shows the
+// message until a reload succeeds).
 func (s *Server) handleQueuesTable(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "partials.html", "queues-table", s.queuesTable(r))
+	t, err := s.queuesTable(r)
+	if t.Unavailable {
+		s.renderUnavailable(w, r, s.unavailableMessage(r, "reading queue stats", err))
+		return
+	}
+	s.render(w, r, http.StatusOK, "partials.html", "queues-table", t)
 }
 
 // ---- runs ----
@@ -502,7 +533,7 @@ func changed(w http.ResponseWriter) { w.Header().Set("HX-Trigger", "lockstep-cha
 // actionCtx is the context of a write: not cut short by a client that
 // goes away once the request is sent, but bounded.
 func (s *Server) actionCtx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(r.Context()), readTimeout)
+	return context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.ReadTimeout)
 }
 
 func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {

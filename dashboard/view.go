@@ -23,6 +23,9 @@ type base struct {
 	CSRF    string
 	Logout  bool // logged in with the session cookie: offer to log out
 	Dialect string
+	// Refresh, when set, makes the page reload itself after that many
+	// seconds (a page showing that the database is unavailable).
+	Refresh int
 }
 
 func (s *Server) base(r *http.Request, title, nav string) base {
@@ -86,6 +89,8 @@ type errorData struct {
 	base
 	Status  int
 	Message string
+	// Unavailable: the database could not be reached.
+	Unavailable bool
 }
 
 // renderError shows an error page (or, to htmx, just the message).

@@ -1,15 +1,33 @@
 // Shows why an htmx request failed (htmx does not swap error responses).
-// The message is set as text, never parsed as HTML.
+// The message is set as text, never parsed as HTML. The element whose
+// refresh failed is dimmed (its content is stale) and the message stays
+// until a later request for the same path succeeds, as a periodic refresh
+// does once the database is back.
+function lockstepPath(e) {
+  var p = e.detail && e.detail.pathInfo;
+  return p ? String(p.requestPath || "") : "";
+}
+function lockstepFlash(e, text) {
+  var box = document.getElementById("flash");
+  if (!box) return;
+  box.textContent = text;
+  box.dataset.path = lockstepPath(e);
+  box.hidden = false;
+  if (e.detail && e.detail.elt && e.detail.elt.classList) e.detail.elt.classList.add("stale");
+}
 document.addEventListener("htmx:responseError", function (e) {
-  var box = document.getElementById("flash");
-  if (!box) return;
   var xhr = e.detail.xhr;
-  box.textContent = "Request failed (" + xhr.status + "): " + String(xhr.responseText || "").slice(0, 300);
-  box.hidden = false;
+  lockstepFlash(e, "Request failed (" + xhr.status + "): " + String(xhr.responseText || "").slice(0, 300));
 });
-document.addEventListener("htmx:sendError", function () {
+document.addEventListener("htmx:sendError", function (e) {
+  lockstepFlash(e, "The dashboard did not answer; is lockstep serve still running?");
+});
+document.addEventListener("htmx:afterRequest", function (e) {
+  if (!e.detail.successful) return;
+  if (e.detail.elt && e.detail.elt.classList) e.detail.elt.classList.remove("stale");
   var box = document.getElementById("flash");
-  if (!box) return;
-  box.textContent = "The dashboard did not answer; is lockstep serve still running?";
-  box.hidden = false;
+  if (!box || box.hidden || !box.dataset.path || box.dataset.path !== lockstepPath(e)) return;
+  box.hidden = true;
+  box.textContent = "";
+  delete box.dataset.path;
 });

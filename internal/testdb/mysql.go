@@ -162,16 +162,19 @@ func launchMySQL(dir, mariadbd, installDB string, durable bool) (*server, error)
 }
 
 func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*server, error) {
-	logFile, err := openLog(errorLog)
-	if err != nil {
-		return nil, err
+	launch := func() (*process, error) {
+		logFile, err := openLog(errorLog)
+		if err != nil {
+			return nil, err
+		}
+		defer logFile.Close()
+		cmd := exec.Command(mariadbd, args...)
+		cmd.Dir = dir
+		// Errors from before the error log is opened (bad options) go here too.
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		return startProcess(cmd, nil)
 	}
-	cmd := exec.Command(mariadbd, args...)
-	cmd.Dir = dir
-	// Errors from before the error log is opened (bad options) go here too.
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	proc, err := startProcess(cmd, nil)
-	logFile.Close()
+	proc, err := launch()
 	if err != nil {
 		return nil, err
 	}
@@ -185,13 +188,16 @@ func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*
 		proc:     proc,
 		stopSig:  syscall.SIGKILL, // its data is about to be deleted anyway
 		dir:      dir,
+		cleanSig: syscall.SIGTERM,
+		relaunch: launch,
+		port:     port,
 	}
 	if err := s.openMySQLAdmin(); err != nil {
 		s.dir = "" // the caller removes it, after reading the log
 		_ = s.close()
 		return nil, err
 	}
-	if err := waitReady(proc, s.admin); err != nil {
+	if err := waitReady(context.Background(), proc, s.admin); err != nil {
 		s.dir = ""
 		_ = s.close()
 		return nil, err

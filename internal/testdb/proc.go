@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -74,6 +75,89 @@ func (p *process) stop(sig syscall.Signal, grace time.Duration) {
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.exited
+}
+
+// shutdown sends sig to the process group and waits for the leader to
+// exit. When ctx ends first the group gets SIGKILL, and the error says so.
+// A process that had already exited is reported as such.
+func (p *process) shutdown(ctx context.Context, sig syscall.Signal) error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("it had already exited (%v)", p.err)
+	default:
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, sig)
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			return fmt.Errorf("it exited with %v after %v", p.err, sig)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.exited
+	return fmt.Errorf("it did not stop after %v before %v, so it was killed", sig, context.Cause(ctx))
+}
+
+// kill kills the server's processes at once, as a machine losing power
+// would. PostgreSQL backends are session leaders of their own (they call
+// setsid), so the group signal does not reach them; left alone they would
+// notice the postmaster's death, send their clients a last message and
+// exit a little later, still holding the shared memory a restart needs.
+// The leader is stopped first, so that it neither forks nor reacts to its
+// children's deaths, then its children are killed, then the group.
+func (p *process) kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	pid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGSTOP)
+	for _, c := range childPIDs(pid) {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// portHold keeps a stopped server's port from being handed out: a socket
+// bound to it (not listening, so connecting is refused as with no server)
+// makes the kernel skip the port when it picks a free one, for another
+// test's server (freePort) or as the source port of an outgoing
+// connection (which could otherwise connect to itself).
+type portHold struct{ fd int }
+
+// holdPort binds 127.0.0.1:port. SO_REUSEADDR lets it share the port with
+// the TIME_WAIT remains of the server's connections, and lets the server
+// bind it again once the hold is released.
+func holdPort(port int) (*portHold, error) {
+	syscall.ForkLock.RLock() // no fork may inherit the descriptor before it is close-on-exec
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("SO_REUSEADDR: %w", err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("bind 127.0.0.1:%d: %w", port, err)
+	}
+	return &portHold{fd: fd}, nil
+}
+
+func (h *portHold) release() {
+	if h != nil {
+		_ = syscall.Close(h.fd)
+	}
 }
 
 // freePort asks the kernel for an unused port. Another process may grab it

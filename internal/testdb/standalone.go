@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 )
 
 // ServerOptions configures a server started outside of tests, by
@@ -50,12 +52,17 @@ func settingsName(durable bool) string {
 }
 
 // Server is a MariaDB or PostgreSQL server started (or connected to) outside
-// of a test binary. The caller must Close it; a server we started is also
-// killed if this process dies first.
+// of a test binary, or by a test that needs a server of its own (one it
+// stops and starts again: see Stop). The caller must Close it; a server we
+// started is also killed if this process dies first.
 type Server struct {
 	s            *server
 	started      bool
 	versionQuery string
+	source       string // where an external server's DSN came from
+
+	// life serialises Stop, Kill, Start and Close.
+	life sync.Mutex
 
 	mu      sync.Mutex
 	created []string
@@ -86,7 +93,7 @@ func startStandalone(ctx context.Context, opts ServerOptions,
 	if err != nil {
 		return nil, err
 	}
-	return &Server{s: s, started: opts.ExternalDSN == "", versionQuery: versionQuery}, nil
+	return &Server{s: s, started: opts.ExternalDSN == "", versionQuery: versionQuery, source: opts.source()}, nil
 }
 
 // NewDatabase creates a new, empty, uniquely named database and returns a
@@ -155,6 +162,8 @@ func (s *Server) Version(ctx context.Context) (string, error) {
 // Close drops the databases NewDatabase created on an external server, or
 // stops a server we started and removes its data directory.
 func (s *Server) Close() error {
+	s.life.Lock()
+	defer s.life.Unlock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -175,4 +184,181 @@ func (s *Server) Close() error {
 	}
 	errs = append(errs, s.s.close())
 	return errors.Join(errs...)
+}
+
+// Addr returns the server's host:port (127.0.0.1 and a free port for a
+// server we started), for a proxy placed in front of it (see DSNWithAddr);
+// "" for an external server reached other than by TCP.
+func (s *Server) Addr() string {
+	addr, _ := DSNAddr(s.s.adminDSN)
+	return addr
+}
+
+// Stop shuts down a server we started, cleanly (MariaDB's normal shutdown;
+// PostgreSQL's fast shutdown, which disconnects the sessions, rolls their
+// transactions back and checkpoints), and waits until it has exited. The
+// data directory stays, and its port stays reserved (bound, not listening:
+// a connection attempt is refused, as with no server) so that no other
+// server or outgoing connection takes it before Start. Should ctx end
+// first the server is killed, and the error says so.
+//
+// Stop is for a server a test started for itself: stopping the shared
+// server of MySQL or Postgres would break every other test. An external
+// server (ServerOptions.ExternalDSN) cannot be stopped: Stop, Kill and
+// Start return an error for it.
+func (s *Server) Stop(ctx context.Context) error {
+	if err := s.controllable("stop"); err != nil {
+		return err
+	}
+	s.life.Lock()
+	defer s.life.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if !s.running() {
+		return errors.New("testdb: Stop: the server is not running")
+	}
+	err := s.s.proc.shutdown(ctx, s.s.cleanSig)
+	holdErr := s.holdPort()
+	if err != nil {
+		return fmt.Errorf("testdb: stopping the server: %v\n%s", err, logTail(s.s.errorLog))
+	}
+	return holdErr
+}
+
+// Kill kills a server we started with SIGKILL, with no chance to flush or
+// say goodbye to its clients, as a crash or a power cut would; Start then
+// runs the server's crash recovery. Committed transactions survive (the
+// test settings flush the log to the OS at each commit, and the OS is not
+// what died). Like Stop it keeps the data directory and the port.
+func (s *Server) Kill() error {
+	if err := s.controllable("kill"); err != nil {
+		return err
+	}
+	s.life.Lock()
+	defer s.life.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if !s.running() {
+		return errors.New("testdb: Kill: the server is not running")
+	}
+	s.s.proc.kill()
+	return s.holdPort()
+}
+
+// Start starts a server that Stop or Kill stopped, on the same port and
+// data directory, and returns once it accepts connections: DSNs given out
+// before work again (database/sql pools reconnect on their own; their
+// connections from before the stop are broken). It gives up when ctx ends
+// or after a minute.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.controllable("start"); err != nil {
+		return err
+	}
+	s.life.Lock()
+	defer s.life.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if s.running() {
+		return errors.New("testdb: Start: the server is already running")
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	s.s.hold.release()
+	s.s.hold = nil
+	for {
+		logStart := fileSize(s.s.errorLog)
+		proc, err := s.s.relaunch()
+		if err == nil {
+			if err = waitReady(ctx, proc, s.s.admin); err == nil {
+				s.s.proc = proc
+				return nil
+			}
+			proc.kill()
+		}
+		// A killed server's processes may still be on their way out
+		// (PostgreSQL backends leave on their own, holding shared memory
+		// and the data directory's lock until then): try again shortly.
+		if transientStartFailure(logSince(s.s.errorLog, logStart)) && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+				continue
+			}
+		}
+		if proc != nil {
+			s.s.proc = proc // exited: the server stays stopped
+		}
+		holdErr := s.holdPort()
+		return errors.Join(fmt.Errorf("testdb: starting the server again on port %d: %v\n%s",
+			s.s.port, err, logTail(s.s.errorLog)), holdErr)
+	}
+}
+
+// Restart is Stop, then Start.
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.Stop(ctx); err != nil {
+		return err
+	}
+	return s.Start(ctx)
+}
+
+// controllable refuses to stop or start a server that is not ours.
+func (s *Server) controllable(op string) error {
+	if s.started {
+		return nil
+	}
+	return fmt.Errorf("testdb: cannot %s an external server (named by %s): it is not ours to stop; "+
+		"start a throwaway one (StartMySQLServer or StartPostgresServer without ExternalDSN)", op, s.source)
+}
+
+func (s *Server) usable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("testdb: server is closed")
+	}
+	return nil
+}
+
+// running reports whether the server's process is alive; s.life is held.
+func (s *Server) running() bool {
+	select {
+	case <-s.s.proc.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// holdPort reserves the port of the stopped server; s.life is held.
+func (s *Server) holdPort() error {
+	if s.s.hold != nil {
+		return nil
+	}
+	h, err := holdPort(s.s.port)
+	if err != nil {
+		return fmt.Errorf("testdb: the server stopped, but its port could not be reserved until Start: %v", err)
+	}
+	s.s.hold = h
+	return nil
+}
+
+// transientStartFailure recognises a start that failed because the
+// previous incarnation's processes, or its connections, are still
+// going away.
+func transientStartFailure(log string) bool {
+	for _, s := range []string{
+		"Address already in use",                    // both
+		"pre-existing shared memory block",          // PostgreSQL: an old backend still attached
+		`lock file "postmaster.pid" already exists`, // PostgreSQL: a process still alive
+		"Unable to lock",                            // InnoDB: the data files are locked
+	} {
+		if strings.Contains(log, s) {
+			return true
+		}
+	}
+	return false
 }

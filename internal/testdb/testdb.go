@@ -9,6 +9,12 @@
 // A test package opts in with
 //
 //	func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+//
+// A test that stops the database (a restart, a crash) must not do it to
+// the shared server: it starts one of its own with StartMySQLServer or
+// StartPostgresServer and uses Server.Stop, Kill and Start, which keep the
+// port and the data, so that the DSNs the test handed out work again.
+// DSNAddr and DSNWithAddr put a proxy (internal/faultproxy) in between.
 package testdb
 
 import (
@@ -46,6 +52,17 @@ type server struct {
 	proc    *process
 	stopSig syscall.Signal
 	dir     string // removed after the server has stopped
+
+	// For Server.Stop and Server.Start, on a server we started:
+	// cleanSig asks for a clean shutdown (MariaDB: SIGTERM; PostgreSQL:
+	// SIGINT, a fast shutdown that disconnects sessions and checkpoints);
+	// relaunch starts the same command again (same port, same data
+	// directory); port is the TCP port; hold reserves it while the server
+	// is stopped.
+	cleanSig syscall.Signal
+	relaunch func() (*process, error)
+	port     int
+	hold     *portHold
 }
 
 func (s *server) close() error {
@@ -55,6 +72,8 @@ func (s *server) close() error {
 	if s.proc != nil {
 		s.proc.stop(s.stopSig, 10*time.Second)
 	}
+	s.hold.release()
+	s.hold = nil
 	if s.dir != "" {
 		return os.RemoveAll(s.dir)
 	}
@@ -137,10 +156,10 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// waitReady pings until the server accepts connections, the process dies, or
-// the deadline passes.
-func waitReady(p *process, db *sql.DB) error {
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+// waitReady pings until the server accepts connections, the process dies,
+// ctx ends or readyTimeout passes.
+func waitReady(ctx context.Context, p *process, db *sql.DB) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, readyTimeout, fmt.Errorf("%v passed", readyTimeout))
 	defer cancel()
 	for {
 		pingCtx, pingCancel := context.WithTimeout(ctx, 5*time.Second)
@@ -153,7 +172,7 @@ func waitReady(p *process, db *sql.DB) error {
 		case <-p.exited:
 			return fmt.Errorf("server exited before accepting connections (%v)", p.err)
 		case <-ctx.Done():
-			return fmt.Errorf("server not accepting connections after %v: %v", readyTimeout, err)
+			return fmt.Errorf("server not accepting connections (%v): %v", context.Cause(ctx), err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -1,0 +1,56 @@
+package testdb
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// DSNAddr returns the host:port a DSN connects to: a go-sql-driver/mysql
+// DSN (user@tcp(host:port)/db) or a postgres:// URL, as this package gives
+// them out.
+func DSNAddr(dsn string) (string, error) {
+	if isURL(dsn) {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("testdb: parsing a postgres URL: %w", err)
+		}
+		if u.Port() == "" {
+			return "", fmt.Errorf("testdb: the postgres URL names no port")
+		}
+		return u.Host, nil
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("testdb: parsing a MySQL DSN: %w", err)
+	}
+	if cfg.Net != "tcp" {
+		return "", fmt.Errorf("testdb: the MySQL DSN connects over %q, not tcp", cfg.Net)
+	}
+	return cfg.Addr, nil
+}
+
+// DSNWithAddr returns dsn with its host:port replaced by addr, e.g. to
+// connect through a fault proxy (internal/faultproxy) listening on addr.
+func DSNWithAddr(dsn, addr string) (string, error) {
+	if isURL(dsn) {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("testdb: parsing a postgres URL: %w", err)
+		}
+		u.Host = addr
+		return u.String(), nil
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("testdb: parsing a MySQL DSN: %w", err)
+	}
+	cfg.Net, cfg.Addr = "tcp", addr
+	return cfg.FormatDSN(), nil
+}
+
+func isURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
