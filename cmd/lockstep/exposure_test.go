@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -88,4 +92,34 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 		}
 		require.NotContains(t, all.String(), secret)
 	})
+}
+
+// TestHTTPServersHaveLimits: the dashboard's and the workers' /metrics
+// server time out slow clients at every stage (a connection that sends a
+// header byte a minute holds nothing for long) and bound header size.
+func TestHTTPServersHaveLimits(t *testing.T) {
+	c := &cli{logger: slog.New(slog.DiscardHandler)}
+	srv := c.newHTTPServer(http.NotFoundHandler())
+	require.Positive(t, srv.ReadHeaderTimeout)
+	require.LessOrEqual(t, srv.ReadHeaderTimeout, 10*time.Second)
+	require.Positive(t, srv.ReadTimeout)
+	require.Positive(t, srv.WriteTimeout)
+	require.Positive(t, srv.IdleTimeout)
+	require.Positive(t, srv.MaxHeaderBytes)
+	require.LessOrEqual(t, srv.MaxHeaderBytes, 1<<20)
+
+	// And a client that never finishes its header is cut off.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv.ReadHeaderTimeout = 200 * time.Millisecond
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.ReadAll(conn)
+	require.NoError(t, err, "the server closes the connection (EOF), before the client's own deadline")
 }
