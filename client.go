@@ -130,6 +130,9 @@ func (c *Client) checkSchema(ctx context.Context) error {
 		v, err = m.Version(ctx)
 		return err
 	})
+	if errors.Is(err, migrate.ErrUnknownMigration) {
+		return fmt.Errorf("lockstep: start: %w: %w: run a newer lockstep, or migrate down with the binary that migrated it up", ErrSchemaVersion, err)
+	}
 	if err != nil {
 		return fmt.Errorf("lockstep: start: read schema version: %w", err)
 	}

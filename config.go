@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+	"unicode"
 )
 
 // QueueConfig configures one named queue served by a client.
@@ -158,6 +159,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxAttempts < 0 {
 		return c, fmt.Errorf("config: MaxAttempts must be positive, got %d", c.MaxAttempts)
 	}
+	if c.MaxAttempts > math.MaxInt32 {
+		return c, fmt.Errorf("config: MaxAttempts %d is out of range [1, %d]", c.MaxAttempts, math.MaxInt32)
+	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 25
 	}
@@ -173,17 +177,22 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// maxNameBytes is the longest queue or kind name: the columns hold 128.
+const maxNameBytes = 128
+
 // validName checks a queue or kind name: these are stored, shown in the
-// dashboard and logs, and never used as SQL identifiers.
+// dashboard and logs, and never used as SQL identifiers. Control
+// characters (C0, DEL and C1) and invalid UTF-8 are refused, since they
+// would garble a log line or a terminal.
 func validName(what, name string) error {
 	if name == "" {
 		return fmt.Errorf("%s name is empty", what)
 	}
-	if len(name) > 128 {
-		return fmt.Errorf("%s name is %d bytes long; the limit is 128", what, len(name))
+	if len(name) > maxNameBytes {
+		return fmt.Errorf("%s name is %d bytes long; the limit is %d", what, len(name), maxNameBytes)
 	}
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+		if unicode.IsControl(r) || r == '\uFFFD' {
 			return fmt.Errorf("%s name %q contains a control or invalid character", what, name)
 		}
 	}

@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		"zero workers":      {Queues: map[string]QueueConfig{"q": {MaxWorkers: 0}}},
 		"bad queue name":    {Queues: map[string]QueueConfig{"": {MaxWorkers: 1}}},
 		"negative attempts": {MaxAttempts: -1},
+		"too many attempts": {MaxAttempts: math.MaxInt32 + 1},
+		"negative args":     {MaxArgsBytes: -1},
+		"control in queue":  {Queues: map[string]QueueConfig{"a\u0085b": {MaxWorkers: 1}}},
 	}
 	for name, cfg := range bad {
 		_, err := cfg.withDefaults()
@@ -50,6 +54,16 @@ func TestValidName(t *testing.T) {
 	require.Error(t, validName("kind", "a\x00b"))
 	require.Error(t, validName("kind", "a\tb"))
 	require.Error(t, validName("kind", string([]byte{0xff})))
+	// Every control character is refused: C0, DEL and C1 (which some
+	// terminals obey as escape sequences).
+	for _, r := range []rune{0, '\n', '\r', 0x1b, 0x7f, 0x80, 0x85, 0x9b, 0x9f} {
+		require.ErrorContains(t, validName("queue", "a"+string(r)+"b"), "contains a control or invalid character", "%U", r)
+	}
+	// Printable text, quotes and SQL metacharacters included, is a name.
+	for _, ok := range []string{"a b", "ü", "\u00a0", "'; DROP TABLE x; --", "%_\\`\"", strings.Repeat("é", 64)} {
+		require.NoError(t, validName("queue", ok), "%q", ok)
+	}
+	require.EqualError(t, validName("kind", strings.Repeat("é", 65)), "kind name is 130 bytes long; the limit is 128")
 }
 
 func TestAddWorkerRejectsDuplicates(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -125,11 +126,36 @@ func (c *Client) wakeFor(rows []driver.JobInsertParams) {
 	}
 }
 
+// ErrInvalidJob classifies a job refused before anything reached the
+// database: args that are not valid JSON or too large, an empty, too long
+// or control-character queue or kind name, or an option out of range.
+// errors.Is(err, ErrInvalidJob) holds when Enqueue, EnqueueMany,
+// EnqueueTx, EnqueueManyTx or CreateRun refuse a job for its args, names
+// or options; the message says what is wrong. A run that is cancelled or
+// missing is the database's answer instead: ErrRunCancelled, ErrNotFound.
+var ErrInvalidJob = errors.New("invalid job")
+
+// invalidJobError marks err as ErrInvalidJob without changing its message.
+type invalidJobError struct{ err error }
+
+func (e *invalidJobError) Error() string   { return e.err.Error() }
+func (e *invalidJobError) Unwrap() []error { return []error{e.err, ErrInvalidJob} }
+
+func invalidJob(err error) error { return &invalidJobError{err: err} }
+
+// Bounds of EnqueueOpts.ScheduledAt: the range every database stores
+// (MySQL's DATETIME stops at 9999; SQLite compares times as text, which
+// sorts a five-digit year before a four-digit one).
+var (
+	minScheduledAt = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxScheduledAt = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
 // prepareInsert validates and encodes jobs; nothing reaches the database
 // unless every job is valid.
 func (c *Client) prepareInsert(params []EnqueueParams) ([]driver.JobInsertParams, int64, error) {
 	if len(params) == 0 {
-		return nil, 0, errors.New("no jobs given")
+		return nil, 0, invalidJob(errors.New("no jobs given"))
 	}
 	rows := make([]driver.JobInsertParams, len(params))
 	var runID int64
@@ -137,14 +163,14 @@ func (c *Client) prepareInsert(params []EnqueueParams) ([]driver.JobInsertParams
 		row, err := c.encodeJob(p)
 		if err != nil {
 			if len(params) > 1 {
-				return nil, 0, fmt.Errorf("job %d: %w", i, err)
+				return nil, 0, invalidJob(fmt.Errorf("job %d: %w", i, err))
 			}
-			return nil, 0, err
+			return nil, 0, invalidJob(err)
 		}
 		if i == 0 {
 			runID = row.RunID
 		} else if row.RunID != runID {
-			return nil, 0, fmt.Errorf("job %d: all jobs of one call must share one RunID (%d vs %d)", i, row.RunID, runID)
+			return nil, 0, invalidJob(fmt.Errorf("job %d: all jobs of one call must share one RunID (%d vs %d)", i, row.RunID, runID))
 		}
 		row.RunID = 0 // the executor sets it after locking the run
 		rows[i] = row
@@ -155,6 +181,10 @@ func (c *Client) prepareInsert(params []EnqueueParams) ([]driver.JobInsertParams
 func (c *Client) encodeJob(p EnqueueParams) (driver.JobInsertParams, error) {
 	if p.Args == nil {
 		return driver.JobInsertParams{}, errors.New("nil args")
+	}
+	if v := reflect.ValueOf(p.Args); v.Kind() == reflect.Pointer && v.IsNil() {
+		// Kind() on a nil pointer would panic (or name a kind for no args).
+		return driver.JobInsertParams{}, fmt.Errorf("nil args (a nil %T)", p.Args)
 	}
 	o := EnqueueOpts{}
 	if p.Opts != nil {
@@ -176,6 +206,10 @@ func (c *Client) encodeJob(p EnqueueParams) (driver.JobInsertParams, error) {
 	if o.MaxAttempts < 0 {
 		return driver.JobInsertParams{}, fmt.Errorf("max attempts must be positive, got %d", o.MaxAttempts)
 	}
+	if o.MaxAttempts > math.MaxInt32 {
+		// The column is a 32-bit INTEGER everywhere.
+		return driver.JobInsertParams{}, fmt.Errorf("max attempts %d is out of range [1, %d]", o.MaxAttempts, math.MaxInt32)
+	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = c.cfg.MaxAttempts
 	}
@@ -184,6 +218,9 @@ func (c *Client) encodeJob(p EnqueueParams) (driver.JobInsertParams, error) {
 	}
 	if o.Delay > 0 && !o.ScheduledAt.IsZero() {
 		return driver.JobInsertParams{}, errors.New("give Delay or ScheduledAt, not both")
+	}
+	if !o.ScheduledAt.IsZero() && (o.ScheduledAt.Before(minScheduledAt) || o.ScheduledAt.After(maxScheduledAt)) {
+		return driver.JobInsertParams{}, fmt.Errorf("scheduled time %s is outside the range the databases store, years 1000 to 9999", o.ScheduledAt.UTC().Format(time.RFC3339))
 	}
 	if o.RunID < 0 {
 		return driver.JobInsertParams{}, fmt.Errorf("run id must be positive, got %d", o.RunID)
@@ -215,10 +252,15 @@ type RawArgs struct {
 // Kind implements JobArgs.
 func (r RawArgs) Kind() string { return r.KindName }
 
-// MarshalJSON checks and returns the raw JSON.
+// MarshalJSON checks and returns the raw JSON. Its error for invalid JSON
+// wraps the *json.SyntaxError that says where.
 func (r RawArgs) MarshalJSON() ([]byte, error) {
 	if !json.Valid(r.JSON) {
-		return nil, fmt.Errorf("args are not valid JSON")
+		var where json.RawMessage
+		if err := json.Unmarshal(r.JSON, &where); err != nil {
+			return nil, fmt.Errorf("args are not valid JSON: %w", err)
+		}
+		return nil, errors.New("args are not valid JSON")
 	}
 	return r.JSON, nil
 }

@@ -3,8 +3,10 @@ package lockstep
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lockstep-queue/lockstep/driver"
 )
@@ -27,7 +29,10 @@ func (c *Client) CreateRun(ctx context.Context, name string, jobs ...EnqueuePara
 // CreateRunWithOpts is CreateRun with options.
 func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOpts, jobs ...EnqueueParams) (*Run, []int64, error) {
 	if name == "" || len(name) > 255 {
-		return nil, nil, fmt.Errorf("create run: name must be 1 to 255 bytes, got %d", len(name))
+		return nil, nil, fmt.Errorf("create run: %w: name must be 1 to 255 bytes, got %d", ErrInvalidJob, len(name))
+	}
+	if strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }) {
+		return nil, nil, fmt.Errorf("create run: %w: name %q contains a control or invalid character", ErrInvalidJob, name)
 	}
 	var meta []byte
 	if opts != nil && opts.Metadata != nil {
@@ -44,7 +49,7 @@ func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOp
 			return nil, nil, fmt.Errorf("create run: %w", err)
 		}
 		if runID != 0 {
-			return nil, nil, errors.New("create run: jobs of a new run must not name a RunID")
+			return nil, nil, fmt.Errorf("create run: %w: jobs of a new run must not name a RunID", ErrInvalidJob)
 		}
 	}
 	var run *Run

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -57,7 +58,10 @@ func NewWorkers() *Workers { return &Workers{byKind: map[string]*workerEntry{}} 
 // row, so the executor needs no type parameters.
 type workerEntry struct {
 	kind string
-	// prepare decodes the args; an error is permanent (bad args).
+	// prepare decodes the args; an error is permanent (bad args). A panic
+	// while decoding (in an UnmarshalJSON of the args' type) is returned
+	// as a *PanicError, not raised: args are input, and a job's bad input
+	// must not take the process down.
 	prepare func(row *JobRow) (run func(ctx context.Context) error, timeout func() (time.Duration, bool), nextRetry func() (time.Duration, bool), err error)
 }
 
@@ -106,7 +110,7 @@ func addWorker[T JobArgs](ws *Workers, kind string, w Worker[T], decode func(row
 		return fmt.Errorf("add worker: kind %q is already registered", kind)
 	}
 	ws.byKind[kind] = &workerEntry{kind: kind, prepare: func(row *JobRow) (func(context.Context) error, func() (time.Duration, bool), func() (time.Duration, bool), error) {
-		args, err := decode(row)
+		args, err := decodeSafely(kind, row, decode)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -127,6 +131,16 @@ func addWorker[T JobArgs](ws *Workers, kind string, w Worker[T], decode func(row
 		return run, timeout, next, nil
 	}}
 	return nil
+}
+
+// decodeSafely runs decode, turning a panic into an error.
+func decodeSafely[T JobArgs](kind string, row *JobRow, decode func(row *JobRow) (T, error)) (args T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decode args of kind %q: %w", kind, &PanicError{Value: r, Stack: string(debug.Stack())})
+		}
+	}()
+	return decode(row)
 }
 
 // Kinds lists the registered kinds.

@@ -5,6 +5,7 @@ package migrate
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -15,6 +16,10 @@ import (
 
 	"github.com/lockstep-queue/lockstep/driver"
 )
+
+// ErrUnknownMigration: the database records a migration this binary does
+// not have; the schema is newer than the binary.
+var ErrUnknownMigration = errors.New("unknown migration")
 
 // Migration is one versioned schema step.
 type Migration struct {
@@ -136,7 +141,7 @@ func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 	}
 	for v := range applied {
 		if !slices.ContainsFunc(m.migrations, func(x Migration) bool { return x.Version == v }) {
-			return out, fmt.Errorf("migrate: database has migration %d, which this binary does not know: it is older than the schema", v)
+			return out, fmt.Errorf("migrate: %w: database has migration %d, which this binary does not know: it is older than the schema", ErrUnknownMigration, v)
 		}
 	}
 	return out, nil

@@ -108,6 +108,10 @@ func (o *enqueueOptions) params(cmd *cobra.Command, args []string, stdin io.Read
 	opts := &lockstep.EnqueueOpts{Queue: o.queue, Priority: o.priority, MaxAttempts: o.maxAttempts, RunID: o.runID}
 	changed := cmd.Flags().Changed
 	switch {
+	case changed("queue") && strings.TrimSpace(o.queue) == "":
+		// The API reads an empty queue as the default one; on the command
+		// line it is a mistake (an unset variable, say), not a choice.
+		return lockstep.EnqueueParams{}, fmt.Errorf("--queue must not be empty; omit it for the %q queue", lockstep.DefaultQueue)
 	case changed("max-attempts") && o.maxAttempts < 1:
 		return lockstep.EnqueueParams{}, fmt.Errorf("--max-attempts must be at least 1, got %d", o.maxAttempts)
 	case changed("run") && o.runID < 1:

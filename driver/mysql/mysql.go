@@ -130,7 +130,8 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	return d, nil
 }
 
-var versionRE = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
+// The patch part is optional: "5.7" is read as 5.7.0.
+var versionRE = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
 
 // CheckVersion reports whether version is MariaDB and refuses servers
 // without SKIP LOCKED.
@@ -141,7 +142,7 @@ func CheckVersion(version string) (mariadb bool, err error) {
 	}
 	major, _ := strconv.Atoi(m[1])
 	minor, _ := strconv.Atoi(m[2])
-	patch, _ := strconv.Atoi(m[3])
+	patch, _ := strconv.Atoi(m[3]) // "" (no patch part) reads as 0
 	mariadb = strings.Contains(strings.ToLower(version), "mariadb")
 	switch {
 	case mariadb && (major < 10 || major == 10 && minor < 6):

@@ -31,6 +31,7 @@ func TestCheckVersion(t *testing.T) {
 	for v, ok := range map[string]bool{
 		"10.11.19-MariaDB-0+deb12u1": true, "10.6.0-MariaDB": true, "10.5.27-MariaDB": false,
 		"8.0.1": true, "8.0.0-dmr": false, "8.4.11": true, "5.7.44-log": false, "garbage": false,
+		"5.7": false, "8.4": true,
 	} {
 		_, err := mysql.CheckVersion(v)
 		if ok {
@@ -39,4 +40,6 @@ func TestCheckVersion(t *testing.T) {
 			require.Error(t, err, v)
 		}
 	}
+	_, err := mysql.CheckVersion("5.7")
+	require.ErrorContains(t, err, "needs 8.0.1", "a version without a patch part is still read")
 }

@@ -105,16 +105,44 @@ func NewDB(ctx context.Context, db *sql.DB) (*Driver, error) {
 	return d, nil
 }
 
-var versionRE = regexp.MustCompile(`^(\d+)`)
+// MinMajorVersion is the oldest PostgreSQL lockstep runs on. SKIP LOCKED
+// and jsonb || need 9.5; 12 is the oldest release lockstep is tested on and
+// still the floor of what its documentation promises.
+const MinMajorVersion = 12
 
-// CheckVersion refuses servers older than PostgreSQL 12.
+var (
+	// SHOW server_version ("15.19 (Debian 15.19-0+deb12u1)", "9.4.26"),
+	// or SELECT version() ("PostgreSQL 15.19 on x86_64-pc-linux-gnu, ...").
+	versionRE = regexp.MustCompile(`^(?:PostgreSQL\s+)?(\d+)(?:\.(\d+))?`)
+	// SHOW server_version_num: major*10000 + minor (10 and later) or
+	// major*10000 + minor*100 + patch (9.x): 150019, 90426.
+	versionNumRE = regexp.MustCompile(`^\d{5,6}$`)
+)
+
+// CheckVersion refuses servers older than PostgreSQL 12 (MinMajorVersion).
+// It reads SHOW server_version, SELECT version() and SHOW
+// server_version_num alike.
 func CheckVersion(version string) error {
-	m := versionRE.FindStringSubmatch(version)
-	if m == nil {
+	v := strings.TrimSpace(version)
+	var major int
+	switch m := versionRE.FindStringSubmatch(v); {
+	case versionNumRE.MatchString(v):
+		n, _ := strconv.Atoi(v)
+		major = n / 10000
+	case m != nil:
+		var err error
+		if major, err = strconv.Atoi(m[1]); err != nil {
+			return fmt.Errorf("postgres: cannot read server version %q", version)
+		}
+	default:
 		return fmt.Errorf("postgres: cannot read server version %q", version)
 	}
-	if major, _ := strconv.Atoi(m[1]); major < 12 {
-		return fmt.Errorf("postgres: PostgreSQL %s is too old: lockstep needs 12 or later", version)
+	if major < MinMajorVersion {
+		name := v
+		if !strings.HasPrefix(name, "PostgreSQL") {
+			name = "PostgreSQL " + name
+		}
+		return fmt.Errorf("postgres: %s is too old: lockstep needs %d or later", name, MinMajorVersion)
 	}
 	return nil
 }

@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -113,7 +115,17 @@ func parseSQLite(rest string) (Parsed, error) {
 	if path == "" || strings.HasPrefix(path, "?") {
 		return Parsed{}, errors.New("sqlite DSN has no file path; use sqlite:path/to/file.db or sqlite:///abs/path.db")
 	}
-	return Parsed{Dialect: SQLite, DSN: path, Redacted: "sqlite:" + path}, nil
+	if strings.ContainsRune(path, 0) {
+		return Parsed{}, errors.New("sqlite DSN's file path contains a NUL byte")
+	}
+	// Shown as written, except that a path that itself starts with "//"
+	// needs the authority marker in front, or it would read back as
+	// sqlite://rel/path, another file.
+	shown := "sqlite:" + path
+	if strings.HasPrefix(path, "//") {
+		shown = "sqlite://" + path
+	}
+	return Parsed{Dialect: SQLite, DSN: path, Redacted: shown}, nil
 }
 
 // parseURL parses a server URL; on failure it returns url's inner error
@@ -124,6 +136,12 @@ func parseURL(dsn, dialect string) (*url.URL, error) {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		var ee url.EscapeError
+		if errors.As(err, &ee) {
+			// EscapeError quotes the bad escape, which may be in the
+			// password.
+			err = errors.New("a '%' is not followed by two hex digits")
 		}
 		return nil, fmt.Errorf("%s DSN is not a valid URL (%v); expected %s", dialect, err, example(dialect))
 	}
@@ -167,6 +185,11 @@ func parseMySQL(dsn string) (Parsed, error) {
 		// url.Parse has already percent-decoded the user and password.
 		cfg.User = u.User.Username()
 		cfg.Passwd, _ = u.User.Password()
+		if cfg.User == "" && cfg.Passwd != "" {
+			// go-sql-driver's DSN has no place for a password without a
+			// user: it would be dropped without a word.
+			return Parsed{}, fmt.Errorf("mysql DSN %s has a password but no user name", redact(u))
+		}
 	}
 	out := cfg.FormatDSN()
 	if u.RawQuery != "" {
@@ -181,8 +204,24 @@ func parseMySQL(dsn string) (Parsed, error) {
 	}
 	// Check what go-sql-driver will make of it now rather than at connect
 	// time. Its parse errors name parameters and values, never the password.
-	if _, err := gomysql.ParseDSN(out); err != nil {
-		return Parsed{}, fmt.Errorf("mysql DSN %s: %w", redact(u), err)
+	back, err := gomysql.ParseDSN(out)
+	if err != nil {
+		return Parsed{}, fmt.Errorf("mysql DSN %s: %w", redact(u), oneLineError{err})
+	}
+	// Its DSN cannot carry everything a URL can (a ':' in the user name
+	// ends the user name there): refuse rather than connect as someone
+	// else or to another database.
+	var lost []string
+	for _, f := range []struct{ name, want, got string }{
+		{"user name", cfg.User, back.User}, {"password", cfg.Passwd, back.Passwd},
+		{"address", cfg.Addr, back.Addr}, {"database name", cfg.DBName, back.DBName},
+	} {
+		if f.want != f.got {
+			lost = append(lost, f.name)
+		}
+	}
+	if len(lost) > 0 {
+		return Parsed{}, fmt.Errorf("mysql DSN %s: its %s cannot be passed to go-sql-driver as written (its DSN cannot carry a ':' in the user name)", redact(u), strings.Join(lost, " and "))
 	}
 	return Parsed{Dialect: MySQL, DSN: out, Redacted: redact(u)}, nil
 }
@@ -197,20 +236,79 @@ func parsePostgres(dsn string) (Parsed, error) {
 
 // redact returns u with the password of its user info and the values of
 // query parameters that name a password (libpq's ?password=) replaced.
+// The query is rewritten pair by pair, split at '&' and at ';' alike:
+// url.Values drops a pair that holds a ';' (as in password=a;b), which
+// would then be shown as it was.
 func redact(u *url.URL) string {
 	c := *u
 	if c.RawQuery != "" {
-		q := c.Query()
-		changed := false
-		for k := range q {
-			if strings.Contains(strings.ToLower(k), "pass") {
-				q.Set(k, "xxxxx")
-				changed = true
+		var b strings.Builder
+		rest := c.RawQuery
+		for rest != "" {
+			i := strings.IndexAny(rest, "&;")
+			pair, sep := rest, ""
+			if i >= 0 {
+				pair, sep, rest = rest[:i], rest[i:i+1], rest[i+1:]
+			} else {
+				rest = ""
 			}
+			key, _, hasValue := strings.Cut(pair, "=")
+			name := key
+			if k, err := url.QueryUnescape(key); err == nil {
+				name = k
+			}
+			if hasValue && strings.Contains(strings.ToLower(name), "pass") {
+				pair = key + "=xxxxx"
+			}
+			b.WriteString(escapeSpaces(pair))
+			b.WriteString(sep)
 		}
-		if changed {
-			c.RawQuery = q.Encode()
+		c.RawQuery = b.String()
+	}
+	// url.URL.Redacted would show an empty password as xxxxx too: a
+	// password where there is none.
+	if pw, ok := c.User.Password(); ok && pw != "" {
+		c.User = url.UserPassword(c.User.Username(), "xxxxx")
+	}
+	return c.String()
+}
+
+// escapeSpaces percent-encodes the white space net/url leaves raw in a
+// query, so that the redacted form is a URL that reads back as itself (a
+// trailing space would be trimmed).
+func escapeSpaces(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsSpace) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unicode.IsSpace(r) {
+			b.WriteRune(r)
+			continue
+		}
+		for _, c := range []byte(string(r)) {
+			fmt.Fprintf(&b, "%%%02X", c)
 		}
 	}
-	return c.Redacted()
+	return b.String()
 }
+
+// oneLineError shows err with its control characters escaped: go-sql-driver
+// quotes parameter values as they are, and a percent-encoded newline in
+// one would break the error across lines.
+type oneLineError struct{ err error }
+
+func (e oneLineError) Error() string {
+	var b strings.Builder
+	for _, r := range e.err.Error() {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (e oneLineError) Unwrap() error { return e.err }

@@ -137,3 +137,55 @@ func TestMySQLRoundTrip(t *testing.T) {
 	require.True(t, cfg.ParseTime)
 	require.Equal(t, "Asia/Seoul", cfg.Loc.String())
 }
+
+// Inputs the fuzzer found (each is also a seed in testdata/fuzz/FuzzParse):
+// what go-sql-driver cannot carry is refused, not silently changed; no
+// error or redacted form shows a password.
+func TestParseFuzzFindings(t *testing.T) {
+	for _, tt := range []struct{ name, in, wantErr string }{
+		{"mysql password without a user", "mysql://:secret@h/db", "has a password but no user name"},
+		{"mysql user with a colon", "mysql://us%3Aer:secret@h/db", "its user name and password cannot be passed to go-sql-driver as written (its DSN cannot carry a ':' in the user name)"},
+		{"bad escape in the password", "mysql://u:se%zzcret@h/db", "a '%' is not followed by two hex digits"},
+		{"bad escape in a postgres password", "postgres://u:s%zzecret@h/db", "a '%' is not followed by two hex digits"},
+		{"sqlite path with a NUL", "sqlite:a\x00b.db", "contains a NUL byte"},
+		{"mysql parameter with a newline", "mysql://u:secret@h/db?tls=%0A", `invalid value / unknown config name: \n`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.in)
+			require.ErrorContains(t, err, tt.wantErr)
+			require.NotContains(t, err.Error(), "\n", "one line")
+			require.NotContains(t, err.Error(), "secret")
+			require.NotContains(t, err.Error(), "zzcret")
+			require.NotContains(t, err.Error(), "zzecret")
+		})
+	}
+	for _, tt := range []struct{ name, in, redacted string }{
+		{"postgres password with a semicolon", "postgres://app@h/db?password=se;cret&sslmode=disable", "postgres://app@h/db?password=xxxxx;cret&sslmode=disable"},
+		{"postgres password after a semicolon", "postgres://app@h/db?a=1;password=secret", "postgres://app@h/db?a=1;password=xxxxx"},
+		{"postgres password key escaped", "postgres://app@h/db?pass%77ord=secret", "postgres://app@h/db?pass%77ord=xxxxx"},
+		{"empty password is not shown as one", "postgres://app:@h/db", "postgres://app:@h/db"},
+		{"query order is kept", "postgres://app:secret@h/db?sslmode=disable&password=secret&application_name=x", "postgres://app:xxxxx@h/db?sslmode=disable&password=xxxxx&application_name=x"},
+		{"sqlite path starting with two slashes", "sqlite:////srv/q.db", "sqlite:////srv/q.db"},
+		{"spaces in the query are shown escaped", "mysql://u:secret@h/db? #", "mysql://u:xxxxx@h/db?%20"},
+		{"non-ASCII space in the query", "postgres://u@h/db?application_name=a\u00a0b", "postgres://u@h/db?application_name=a%C2%A0b"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Parse(tt.in)
+			require.NoError(t, err)
+			require.Equal(t, tt.redacted, p.Redacted)
+			require.NotContains(t, p.Redacted, "secret")
+			again, err := Parse(p.Redacted)
+			require.NoError(t, err)
+			require.Equal(t, p.Redacted, again.Redacted)
+		})
+	}
+	p, err := Parse("sqlite:////srv/q.db")
+	require.NoError(t, err)
+	require.Equal(t, "//srv/q.db", p.DSN)
+	// go-sql-driver escapes the database name: a '?' in it survives.
+	p, err = Parse("mysql://u:secret@h/d%3Fb")
+	require.NoError(t, err)
+	cfg, err := gomysql.ParseDSN(p.DSN)
+	require.NoError(t, err)
+	require.Equal(t, "d?b", cfg.DBName)
+}
