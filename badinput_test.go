@@ -143,76 +143,6 @@ func newBadInputFixture(t *testing.T, drv driver.Driver) *badInputFixture {
 	return f
 }
 
-// badInputSnapshot is every row of the queue's tables, each column as a
-// string, ordered by primary key.
-type badInputSnapshot map[string][][]string
-
-func takeSnapshot(t *testing.T, drv driver.Driver) badInputSnapshot {
-	t.Helper()
-	out := badInputSnapshot{}
-	for _, table := range []string{"lockstep_jobs", "lockstep_runs", "lockstep_migrations"} {
-		rows, err := drv.DB().Query("SELECT * FROM " + table + " ORDER BY 1")
-		require.NoError(t, err)
-		cols, err := rows.Columns()
-		require.NoError(t, err)
-		var all [][]string
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			require.NoError(t, rows.Scan(ptrs...))
-			row := make([]string, len(cols))
-			for i, v := range vals {
-				row[i] = cols[i] + "=" + snapshotValue(v)
-			}
-			all = append(all, row)
-		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
-		out[table] = all
-	}
-	return out
-}
-
-func snapshotValue(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "NULL"
-	case []byte:
-		return string(v)
-	case time.Time:
-		return v.UTC().Format(time.RFC3339Nano)
-	default:
-		return fmt.Sprint(v)
-	}
-}
-
-// withoutJobs is the snapshot less the given jobs' rows (the jobs the test
-// meant to change).
-func (s badInputSnapshot) withoutJobs(ids ...int64) badInputSnapshot {
-	out := badInputSnapshot{}
-	for table, rows := range s {
-		for _, row := range rows {
-			if table == "lockstep_jobs" && containsID(ids, row[0]) {
-				continue
-			}
-			out[table] = append(out[table], row)
-		}
-	}
-	return out
-}
-
-func containsID(ids []int64, col string) bool {
-	for _, id := range ids {
-		if col == fmt.Sprintf("id=%d", id) {
-			return true
-		}
-	}
-	return false
-}
-
 // requireInvalid checks an error from the enqueue path: present, classified
 // as ErrInvalidJob, and saying what is wrong.
 func requireInvalid(t *testing.T, err error, want string, msgAndArgs ...any) {
@@ -227,7 +157,7 @@ func TestBadInputArgsNotJSON(t *testing.T) {
 	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
-		before := takeSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 
 		for _, bad := range []string{`{`, `{"a": 1,}`, ``, `nul`, `{"a":1} {"b":2}`, `NaN`, `'single'`, "{\"a\":\"\x00\"}"} {
 			raw := lockstep.RawArgs{KindName: "raw", JSON: json.RawMessage(bad)}
@@ -270,7 +200,7 @@ func TestBadInputArgsNotJSON(t *testing.T) {
 		requireInvalid(t, err, "job 1: encode args")
 		require.NoError(t, tx.Commit())
 
-		require.Equal(t, before, takeSnapshot(t, drv), "no job or run changed")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "no job or run changed")
 	})
 }
 
@@ -284,7 +214,7 @@ func TestBadInputArgsTooLarge(t *testing.T) {
 		f := newBadInputFixture(t, drv)
 		small, err := lockstep.NewClient(drv, lockstep.Config{MaxArgsBytes: 64, Logger: quietBadInputLogger()})
 		require.NoError(t, err)
-		before := takeSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 
 		// A JSON string of n bytes, quotes included.
 		sized := func(n int) lockstep.RawArgs {
@@ -309,7 +239,7 @@ func TestBadInputArgsTooLarge(t *testing.T) {
 		_, err = lockstep.NewClient(drv, lockstep.Config{MaxArgsBytes: -1})
 		require.ErrorContains(t, err, "config: MaxArgsBytes must be positive, got -1")
 
-		require.Equal(t, before, takeSnapshot(t, drv), "no job or run changed")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "no job or run changed")
 
 		// At the limit, args are stored whole.
 		atSmall, err := small.Enqueue(ctx, sized(64), nil)
@@ -322,7 +252,7 @@ func TestBadInputArgsTooLarge(t *testing.T) {
 		j, err = f.c.Job(ctx, atDefault)
 		require.NoError(t, err)
 		require.Equal(t, 1<<20, len(j.Args))
-		require.Equal(t, before, takeSnapshot(t, drv).withoutJobs(atSmall, atDefault), "only the new jobs were added")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()).WithoutJobs(atSmall, atDefault), "only the new jobs were added")
 	})
 }
 
@@ -341,7 +271,7 @@ func TestBadInputUnknownKind(t *testing.T) {
 		// Not yet due: the client must leave it alone.
 		_, err = f.c.Enqueue(ctx, nobody, &lockstep.EnqueueOpts{Queue: "unk", Delay: time.Hour})
 		require.NoError(t, err)
-		before := takeSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 
 		ws := lockstep.NewWorkers()
 		lockstep.AddWorker(ws, lockstep.WorkFunc(func(context.Context, *lockstep.Job[existingArgs]) error {
@@ -410,7 +340,7 @@ func TestBadInputUnknownKind(t *testing.T) {
 		require.Contains(t, j.LastError, want)
 		require.Len(t, j.Errors, 1)
 
-		require.Equal(t, before.withoutJobs(retried, lastTry), takeSnapshot(t, drv).withoutJobs(retried, lastTry), "no other job or run changed")
+		require.Equal(t, before.WithoutJobs(retried, lastTry), testdb.TakeSnapshot(t, drv.DB()).WithoutJobs(retried, lastTry), "no other job or run changed")
 	})
 }
 
@@ -452,7 +382,7 @@ func TestBadInputNames(t *testing.T) {
 	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
-		before := takeSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 
 		for _, bn := range badNames {
 			_, err := f.c.Enqueue(ctx, lockstep.RawArgs{KindName: bn.name, JSON: json.RawMessage(`{}`)}, nil)
@@ -474,7 +404,7 @@ func TestBadInputNames(t *testing.T) {
 		requireInvalid(t, err, `kind name "bad\nkind" contains a control or invalid character`)
 		require.Error(t, lockstep.AddWorkerSafely(lockstep.NewWorkers(), lockstep.WorkFunc(func(context.Context, *lockstep.Job[badKindArgs]) error { return nil })))
 
-		require.Equal(t, before, takeSnapshot(t, drv), "no job or run changed")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "no job or run changed")
 
 		// At the limit: 128 bytes, in any script.
 		long := strings.Repeat("é", 64)
@@ -491,7 +421,7 @@ func TestBadInputOptions(t *testing.T) {
 	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
-		before := takeSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 
 		for _, tc := range []struct {
 			name string
@@ -546,7 +476,7 @@ func TestBadInputOptions(t *testing.T) {
 			require.ErrorContains(t, err, "config: ", name)
 		}
 
-		require.Equal(t, before, takeSnapshot(t, drv), "no job or run changed")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "no job or run changed")
 
 		// The edges that are allowed: 0 attempts is the default, the int16
 		// bounds are priorities, the years 1000 and 9999 are times.
@@ -593,29 +523,29 @@ func TestBadInputSchemaVersion(t *testing.T) {
 		down, err := m.Down(ctx, 1)
 		require.NoError(t, err)
 		require.Len(t, down, 1)
-		before := takeSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 		err = c.Start(ctx)
 		require.ErrorIs(t, err, lockstep.ErrSchemaVersion)
 		require.ErrorContains(t, err, fmt.Sprintf("at migration %d, this binary needs %d: run `lockstep migrate up`", latest-1, latest))
-		require.Equal(t, before, takeSnapshot(t, drv), "a refused start changes nothing")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "a refused start changes nothing")
 		_, err = m.Up(ctx)
 		require.NoError(t, err)
 
 		// Ahead: a migration from a newer binary.
 		_, err = drv.DB().ExecContext(ctx, drv.Catalog().Get("migration.insert").SQL, latest+1, "from_a_newer_binary")
 		require.NoError(t, err)
-		before = takeSnapshot(t, drv)
+		before = testdb.TakeSnapshot(t, drv.DB())
 		err = c.Start(ctx)
 		require.ErrorIs(t, err, lockstep.ErrSchemaVersion)
 		require.ErrorIs(t, err, migrate.ErrUnknownMigration)
 		require.ErrorContains(t, err, fmt.Sprintf("migration %d", latest+1))
 		require.ErrorContains(t, err, "run a newer lockstep")
-		require.Equal(t, before, takeSnapshot(t, drv), "a refused start changes nothing")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "a refused start changes nothing")
 		// migrate up refuses it too.
 		_, err = m.Up(ctx)
 		require.ErrorIs(t, err, migrate.ErrUnknownMigration)
 		require.ErrorContains(t, err, fmt.Sprintf("database has migration %d", latest+1))
-		require.Equal(t, before, takeSnapshot(t, drv))
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()))
 
 		// At the right version the same client starts: the refusals left
 		// nothing half-started.
@@ -654,7 +584,7 @@ func TestBadInputSQLMetacharacters(t *testing.T) {
 	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
-		before := takeSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 
 		ids := map[string]int64{}
 		var added []int64
@@ -670,7 +600,7 @@ func TestBadInputSQLMetacharacters(t *testing.T) {
 			require.Equal(t, name, j.Kind)
 			require.JSONEq(t, string(args), string(j.Args))
 		}
-		require.Equal(t, before, takeSnapshot(t, drv).withoutJobs(added...), "nothing but the new jobs")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()).WithoutJobs(added...), "nothing but the new jobs")
 
 		// Filters match names exactly: "%" and "_" are not patterns.
 		for _, name := range sqlMetaNames {
@@ -688,7 +618,7 @@ func TestBadInputSQLMetacharacters(t *testing.T) {
 		victim := sqlMetaNames[0]
 		id, err := f.c.Enqueue(ctx, lockstep.RawArgs{KindName: victim, JSON: json.RawMessage(`{}`)}, &lockstep.EnqueueOpts{Queue: victim})
 		require.NoError(t, err)
-		mid := takeSnapshot(t, drv)
+		mid := testdb.TakeSnapshot(t, drv.DB())
 		ran := make(chan string, 1)
 		ws := lockstep.NewWorkers()
 		require.NoError(t, lockstep.AddRawWorker(ws, victim, lockstep.WorkFunc(func(_ context.Context, j *lockstep.Job[lockstep.RawArgs]) error {
@@ -721,7 +651,7 @@ func TestBadInputSQLMetacharacters(t *testing.T) {
 		j, err := c.Job(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, lockstep.StatusDone, j.Status)
-		require.Equal(t, mid.withoutJobs(id), takeSnapshot(t, drv).withoutJobs(id), "only the worker's own job changed")
+		require.Equal(t, mid.WithoutJobs(id), testdb.TakeSnapshot(t, drv.DB()).WithoutJobs(id), "only the worker's own job changed")
 	})
 }
 

@@ -142,16 +142,7 @@ func TestConnectionFaults(t *testing.T) {
 					dsn := d.dsn(t)
 					direct, jobs := faultSetup(t, ctx, d, dsn, n)
 
-					target, err := testdb.DSNAddr(dsn)
-					require.NoError(t, err)
-					p, err := faultproxy.New(ctx, target)
-					require.NoError(t, err)
-					t.Cleanup(func() { _ = p.Close() })
-					viaProxy, err := testdb.DSNWithAddr(dsn, p.Addr())
-					require.NoError(t, err)
-					proxied, err := d.open(ctx, everyStatementText(d, viaProxy))
-					require.NoError(t, err)
-					t.Cleanup(func() { _ = proxied.Close() })
+					p, proxied := behindProxy(t, ctx, d, dsn)
 
 					var fault *faultproxy.Fault
 					if !sc.dropAll {
@@ -219,6 +210,23 @@ func (l *logRecorder) distinct() []string {
 	return out
 }
 
+// behindProxy puts a fault proxy in front of dsn's server and opens a
+// driver through it.
+func behindProxy(t *testing.T, ctx context.Context, d faultDialect, dsn string) (*faultproxy.Proxy, driver.Driver) {
+	t.Helper()
+	target, err := testdb.DSNAddr(dsn)
+	require.NoError(t, err)
+	p, err := faultproxy.New(ctx, target)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	viaProxy, err := testdb.DSNWithAddr(dsn, p.Addr())
+	require.NoError(t, err)
+	proxied, err := d.open(ctx, everyStatementText(d, viaProxy))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxied.Close() })
+	return p, proxied
+}
+
 // everyStatementText makes pgx send a statement's text with every
 // execution, in one round trip (its default prepares once per connection,
 // in a round trip of its own), so that a rule sees each execution and a
@@ -253,16 +261,7 @@ func TestLostClaimCommitIsReaped(t *testing.T) {
 			const n = 30
 			dsn := d.dsn(t)
 			direct, _ := faultSetup(t, ctx, d, dsn, 1)
-			target, err := testdb.DSNAddr(dsn)
-			require.NoError(t, err)
-			p, err := faultproxy.New(ctx, target)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = p.Close() })
-			viaProxy, err := testdb.DSNWithAddr(dsn, p.Addr())
-			require.NoError(t, err)
-			proxied, err := d.open(ctx, everyStatementText(d, viaProxy))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = proxied.Close() })
+			p, proxied := behindProxy(t, ctx, d, dsn)
 
 			ws := lockstep.NewWorkers()
 			require.NoError(t, chaos.NewLedgerWorker(direct).Register(ws))

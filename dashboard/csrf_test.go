@@ -1,45 +1,16 @@
 package dashboard_test
 
 import (
-	"database/sql"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/dashboard"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
-
-// snapshot renders every row of the queue's tables, to show that a
-// refused request changed nothing.
-func snapshot(t *testing.T, db *sql.DB) string {
-	t.Helper()
-	var b strings.Builder
-	for _, q := range []string{"SELECT * FROM lockstep_runs ORDER BY id", "SELECT * FROM lockstep_jobs ORDER BY id"} {
-		rows, err := db.Query(q)
-		require.NoError(t, err)
-		cols, err := rows.Columns()
-		require.NoError(t, err)
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			require.NoError(t, rows.Scan(ptrs...))
-			for i, v := range vals {
-				fmt.Fprintf(&b, "%s=%q ", cols[i], v)
-			}
-			b.WriteString("\n")
-		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
-	}
-	return b.String()
-}
 
 // TestDashboardEveryPostNeedsCSRF: every mutating route the dashboard
 // has, every other method than GET and HEAD, and a path it does not have
@@ -68,7 +39,7 @@ func TestDashboardEveryPostNeedsCSRF(t *testing.T) {
 				r := b.do(http.MethodPost, "/login", url.Values{"csrf": {good}, "token": {token}, "next": {"/runs"}}, nil)
 				require.Equal(t, http.StatusSeeOther, r.status, r.body)
 			}
-			before := snapshot(t, f.drv.DB())
+			before := testdb.TakeSnapshot(t, f.drv.DB())
 			for _, tg := range targets {
 				for name, attempt := range map[string]struct {
 					form   url.Values
@@ -84,7 +55,7 @@ func TestDashboardEveryPostNeedsCSRF(t *testing.T) {
 					require.Equal(t, http.StatusForbidden, r.status, "%s %s, %s: %s", tg.method, tg.path, name, r.body)
 				}
 			}
-			require.Equal(t, before, snapshot(t, f.drv.DB()), "a refused request changed the database")
+			require.Equal(t, before, testdb.TakeSnapshot(t, f.drv.DB()), "a refused request changed the database")
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
 
@@ -30,44 +31,6 @@ func openCLIDatabase(t *testing.T, l *lockstepCLI) driver.Driver {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
 	return drv
-}
-
-// cliTableSnapshot is every row of the queue's tables, each column as a
-// string, ordered by primary key.
-func cliTableSnapshot(t *testing.T, drv driver.Driver) map[string][][]string {
-	t.Helper()
-	out := map[string][][]string{}
-	for _, table := range []string{"lockstep_jobs", "lockstep_runs", "lockstep_migrations"} {
-		rows, err := drv.DB().Query("SELECT * FROM " + table + " ORDER BY 1")
-		require.NoError(t, err)
-		cols, err := rows.Columns()
-		require.NoError(t, err)
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			require.NoError(t, rows.Scan(ptrs...))
-			row := make([]string, len(cols))
-			for i, v := range vals {
-				switch v := v.(type) {
-				case nil:
-					row[i] = cols[i] + "=NULL"
-				case []byte:
-					row[i] = cols[i] + "=" + string(v)
-				case time.Time:
-					row[i] = cols[i] + "=" + v.UTC().Format(time.RFC3339Nano)
-				default:
-					row[i] = fmt.Sprintf("%s=%v", cols[i], v)
-				}
-			}
-			out[table] = append(out[table], row)
-		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
-	}
-	return out
 }
 
 // cliBadInputFixture fills the database: PENDING, scheduled, RUNNING and
@@ -102,7 +65,7 @@ func TestCLIBadInputEnqueue(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, l *lockstepCLI) {
 		drv := openCLIDatabase(t, l)
 		gone := cliBadInputFixture(t, l, drv)
-		before := cliTableSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 
 		for _, tc := range []struct {
 			args []string
@@ -150,7 +113,7 @@ func TestCLIBadInputEnqueue(t *testing.T) {
 			line := l.fail(append([]string{"enqueue"}, tc.args...)...)
 			require.True(t, strings.HasPrefix(line, tc.want), "%q:\n got %q\nwant %q", tc.args, line, tc.want)
 		}
-		require.Equal(t, before, cliTableSnapshot(t, drv), "no bad command added or changed a job or run")
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "no bad command added or changed a job or run")
 	})
 }
 
@@ -223,7 +186,7 @@ func TestCLIBadInputWorkNames(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, l *lockstepCLI) {
 		drv := openCLIDatabase(t, l)
 		cliBadInputFixture(t, l, drv)
-		before := cliTableSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 		for _, tc := range []struct {
 			args []string
 			want string
@@ -236,7 +199,7 @@ func TestCLIBadInputWorkNames(t *testing.T) {
 			line := l.fail(append([]string{"work"}, tc.args...)...)
 			require.Contains(t, line, tc.want, "%q", tc.args)
 		}
-		require.Equal(t, before, cliTableSnapshot(t, drv))
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()))
 	})
 }
 
@@ -252,20 +215,20 @@ func TestCLIBadInputSchemaVersion(t *testing.T) {
 		latest := m.Latest()
 
 		l.ok("migrate", "down")
-		before := cliTableSnapshot(t, drv)
+		before := testdb.TakeSnapshot(t, drv.DB())
 		line := l.fail("work", "--kind", "demo", "--poll", "50ms")
 		require.Contains(t, line, fmt.Sprintf("at migration %d, this binary needs %d: run `lockstep migrate up`", latest-1, latest))
-		require.Equal(t, before, cliTableSnapshot(t, drv))
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()))
 		l.ok("migrate", "up")
 
 		_, err = drv.DB().ExecContext(ctx, drv.Catalog().Get("migration.insert").SQL, latest+1, "from_a_newer_binary")
 		require.NoError(t, err)
-		before = cliTableSnapshot(t, drv)
+		before = testdb.TakeSnapshot(t, drv.DB())
 		line = l.fail("work", "--kind", "demo", "--poll", "50ms")
 		require.Contains(t, line, fmt.Sprintf("migration %d", latest+1))
 		require.Regexp(t, "which this binary does not know|newer than this binary knows", line)
 		line = l.fail("migrate", "up")
 		require.Contains(t, line, fmt.Sprintf("database has migration %d", latest+1))
-		require.Equal(t, before, cliTableSnapshot(t, drv))
+		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()))
 	})
 }
