@@ -20,6 +20,16 @@ import (
 	"github.com/lockstep-queue/lockstep/lab/statusaudit"
 )
 
+// serverDialects are the server databases the process tests run on, each
+// call of dsn a fresh, empty database in lockstep's DSN form.
+var serverDialects = []struct {
+	name string
+	dsn  func(t *testing.T) string
+}{
+	{"mariadb", func(t *testing.T) string { return mysqlURL(t, testdb.MySQL(t)) }},
+	{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
+}
+
 // envInt reads a positive integer setting of the chaos test, or def.
 func envInt(t *testing.T, name string, def int) int {
 	t.Helper()
@@ -41,13 +51,7 @@ func envInt(t *testing.T, name string, def int) int {
 func TestChaosKill9(t *testing.T) {
 	jobs := envInt(t, "LOCKSTEP_CHAOS_JOBS", 5000)
 	workMillis := envInt(t, "LOCKSTEP_CHAOS_WORK_MS", 100)
-	for _, d := range []struct {
-		name string
-		dsn  func(t *testing.T) string
-	}{
-		{"mariadb", func(t *testing.T) string { return mysqlURL(t, testdb.MySQL(t)) }},
-		{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
-	} {
+	for _, d := range serverDialects {
 		t.Run(d.name, func(t *testing.T) {
 			l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: d.dsn(t)}
 			require.Contains(t, l.ok("migrate", "up"), "schema is at version")
@@ -82,13 +86,7 @@ func TestChaosKill9(t *testing.T) {
 // records, checked as if the first process had not been killed, must be
 // reported as a broken promise: the checker is tested on real data too.
 func TestKill9MidJob(t *testing.T) {
-	for _, d := range []struct {
-		name string
-		dsn  func(t *testing.T) string
-	}{
-		{"mariadb", func(t *testing.T) string { return mysqlURL(t, testdb.MySQL(t)) }},
-		{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
-	} {
+	for _, d := range serverDialects {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
 			l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: d.dsn(t)}
