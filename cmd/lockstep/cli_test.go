@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
@@ -711,9 +712,19 @@ func TestCLIOutputEscapesControlCharacters(t *testing.T) {
 	dsnURL := "sqlite:" + filepath.Join(t.TempDir(), "q.db")
 	code, _, errOut := runCLI(t, "--dsn", dsnURL, "migrate", "up")
 	require.Equal(t, 0, code, errOut)
-	code, out, errOut := runCLI(t, "--dsn", dsnURL, "enqueue", "exec", "--new-run", "nightly"+red+"\x1b]0;pwned\a", "{\"title\": \"\u009b2J\"}")
+	// A run name with control characters is refused now; one written by
+	// an older version or another tool is shown escaped.
+	code, _, errOut = runCLI(t, "--dsn", dsnURL, "enqueue", "exec", "--new-run", "nightly"+red+"\x1b]0;pwned\a", "{}")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "contains a control or invalid character")
+	code, out, errOut := runCLI(t, "--dsn", dsnURL, "enqueue", "exec", "--new-run", "nightly", "{\"title\": \"\u009b2J\"}")
 	require.Equal(t, 0, code, errOut)
 	id := strings.TrimSpace(out)
+	drv, err := dsn.Open(context.Background(), dsnURL)
+	require.NoError(t, err)
+	_, err = drv.DB().Exec("UPDATE lockstep_runs SET name = ?", "nightly"+red+"\x1b]0;pwned\a")
+	require.NoError(t, err)
+	require.NoError(t, drv.Close())
 	code, out, errOut = runCLI(t, "--dsn", dsnURL, "runs")
 	require.Equal(t, 0, code, errOut)
 	noControls(t, out)
