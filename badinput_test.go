@@ -29,30 +29,30 @@ import (
 // snapshots every row, feeds the bad input, requires the error, and
 // requires every row to be as it was.
 
-// badInputDialects are the databases the tests run on: each call opens a
+// testDialects are the databases the root tests run on: each call opens a
 // fresh, migrated database.
-var badInputDialects = []struct {
+var testDialects = []struct {
 	name string
 	open func(t *testing.T) driver.Driver
 }{
 	{"sqlite", func(t *testing.T) driver.Driver {
 		drv, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "bad.db"))
 		require.NoError(t, err)
-		return badInputMigrated(t, drv)
+		return openMigrated(t, drv)
 	}},
 	{"mariadb", func(t *testing.T) driver.Driver {
 		drv, err := mysql.Open(context.Background(), testdb.MySQL(t))
 		require.NoError(t, err)
-		return badInputMigrated(t, drv)
+		return openMigrated(t, drv)
 	}},
 	{"postgres", func(t *testing.T) driver.Driver {
 		drv, err := postgres.Open(context.Background(), testdb.Postgres(t))
 		require.NoError(t, err)
-		return badInputMigrated(t, drv)
+		return openMigrated(t, drv)
 	}},
 }
 
-func badInputMigrated(t *testing.T, drv driver.Driver) driver.Driver {
+func openMigrated(t *testing.T, drv driver.Driver) driver.Driver {
 	t.Helper()
 	t.Cleanup(func() { _ = drv.Close() })
 	m, err := migrate.New(drv)
@@ -62,9 +62,9 @@ func badInputMigrated(t *testing.T, drv driver.Driver) driver.Driver {
 	return drv
 }
 
-// forEachBadInputDialect runs fn on each database, in parallel.
-func forEachBadInputDialect(t *testing.T, fn func(t *testing.T, drv driver.Driver)) {
-	for _, d := range badInputDialects {
+// forEachDialect runs fn on each database, in parallel.
+func forEachDialect(t *testing.T, fn func(t *testing.T, drv driver.Driver)) {
+	for _, d := range testDialects {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
 			fn(t, d.open(t))
@@ -154,7 +154,7 @@ func requireInvalid(t *testing.T, err error, want string, msgAndArgs ...any) {
 }
 
 func TestBadInputArgsNotJSON(t *testing.T) {
-	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
 		before := testdb.TakeSnapshot(t, drv.DB())
@@ -209,7 +209,7 @@ type unencodableArgs struct{ F float64 }
 func (unencodableArgs) Kind() string { return "unencodable" }
 
 func TestBadInputArgsTooLarge(t *testing.T) {
-	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
 		small, err := lockstep.NewClient(drv, lockstep.Config{MaxArgsBytes: 64, Logger: quietBadInputLogger()})
@@ -260,7 +260,7 @@ func TestBadInputArgsTooLarge(t *testing.T) {
 // process (or the next deploy) may have the worker. FAILED only once the
 // attempts are used up.
 func TestBadInputUnknownKind(t *testing.T) {
-	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
 		nobody := lockstep.RawArgs{KindName: "nobody_here", JSON: json.RawMessage(`{"x":1}`)}
@@ -379,7 +379,7 @@ type badKindArgs struct{}
 func (badKindArgs) Kind() string { return "bad\nkind" }
 
 func TestBadInputNames(t *testing.T) {
-	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
 		before := testdb.TakeSnapshot(t, drv.DB())
@@ -418,7 +418,7 @@ func TestBadInputNames(t *testing.T) {
 }
 
 func TestBadInputOptions(t *testing.T) {
-	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
 		before := testdb.TakeSnapshot(t, drv.DB())
@@ -508,7 +508,7 @@ func TestBadInputOptions(t *testing.T) {
 // A schema behind the binary (a migration short) or ahead of it (a
 // migration it does not know) is refused by Start, and nothing changes.
 func TestBadInputSchemaVersion(t *testing.T) {
-	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		newBadInputFixture(t, drv)
 		m, err := migrate.New(drv)
@@ -581,7 +581,7 @@ var sqlMetaNames = []string{
 }
 
 func TestBadInputSQLMetacharacters(t *testing.T) {
-	forEachBadInputDialect(t, func(t *testing.T, drv driver.Driver) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
 		before := testdb.TakeSnapshot(t, drv.DB())

@@ -29,6 +29,37 @@ type EnqueueOpts struct {
 	RunID int64
 }
 
+// JobArgsWithInsertOpts is implemented by args whose kind has default
+// insert-time options (its usual queue, priority, attempts or delay), so
+// that every enqueue of the kind need not repeat them. What the enqueue's
+// own EnqueueOpts sets wins; a zero field takes the kind's default. The
+// defaults live with the args type, not the worker, because the process
+// that enqueues often runs no worker for the kind.
+type JobArgsWithInsertOpts interface {
+	JobArgs
+	InsertOpts() EnqueueOpts
+}
+
+// withKindDefaults fills what o leaves unset from the kind's defaults.
+func withKindDefaults(o, def EnqueueOpts) (EnqueueOpts, error) {
+	if def.RunID != 0 {
+		return o, errors.New("InsertOpts must not name a RunID: a run is chosen per enqueue")
+	}
+	if o.Queue == "" {
+		o.Queue = def.Queue
+	}
+	if o.Priority == 0 {
+		o.Priority = def.Priority
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = def.MaxAttempts
+	}
+	if o.Delay == 0 && o.ScheduledAt.IsZero() {
+		o.Delay, o.ScheduledAt = def.Delay, def.ScheduledAt
+	}
+	return o, nil
+}
+
 // EnqueueParams is one job of a batch.
 type EnqueueParams struct {
 	Args JobArgs
@@ -193,6 +224,12 @@ func (c *Client) encodeJob(p EnqueueParams) (driver.JobInsertParams, error) {
 	kind := p.Args.Kind()
 	if err := validName("kind", kind); err != nil {
 		return driver.JobInsertParams{}, err
+	}
+	if d, ok := p.Args.(JobArgsWithInsertOpts); ok {
+		var err error
+		if o, err = withKindDefaults(o, d.InsertOpts()); err != nil {
+			return driver.JobInsertParams{}, fmt.Errorf("%w: kind %q: %w", ErrInvalidJob, kind, err)
+		}
 	}
 	if o.Queue == "" {
 		o.Queue = DefaultQueue
