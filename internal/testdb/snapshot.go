@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // Snapshot is every row of the queue's tables, each column as text,
@@ -20,27 +18,44 @@ func TakeSnapshot(t testing.TB, db *sql.DB) Snapshot {
 	t.Helper()
 	out := Snapshot{}
 	for _, table := range []string{"lockstep_jobs", "lockstep_runs", "lockstep_migrations"} {
-		rows, err := db.Query("SELECT * FROM " + table + " ORDER BY 1")
-		require.NoError(t, err)
-		cols, err := rows.Columns()
-		require.NoError(t, err)
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			require.NoError(t, rows.Scan(ptrs...))
-			row := make([]string, len(cols))
-			for i, v := range vals {
-				row[i] = cols[i] + "=" + snapshotValue(v)
-			}
-			out[table] = append(out[table], row)
+		rows, err := readTable(db, table)
+		if err != nil {
+			// This package's non-test code stays free of testify: the
+			// benchmarks module builds it too.
+			t.Fatalf("testdb: snapshot of %s: %v", table, err)
 		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
+		out[table] = rows
 	}
 	return out
+}
+
+func readTable(db *sql.DB, table string) ([][]string, error) {
+	rows, err := db.Query("SELECT * FROM " + table + " ORDER BY 1")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			row[i] = cols[i] + "=" + snapshotValue(v)
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
 }
 
 func snapshotValue(v any) string {
