@@ -108,6 +108,10 @@ func (c *Client) Start(ctx context.Context) error {
 		c.maint.Add(1)
 		go func() { defer c.maint.Done(); c.heartbeatLoop(maintCtx) }()
 	}
+	if !c.cfg.DisableRetention {
+		c.maint.Add(1)
+		go func() { defer c.maint.Done(); c.retentionLoop(maintCtx) }()
+	}
 	if !c.cfg.DisableReaper {
 		c.maint.Add(1)
 		go func() { defer c.maint.Done(); c.reapLoop(maintCtx) }()

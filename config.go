@@ -66,6 +66,18 @@ type Config struct {
 	// may run it; it is safe to run in every process at once).
 	DisableReaper bool
 
+	// Retention deletes final jobs once they are older than these, counted
+	// from when they reached their status, so the table does not grow
+	// without bound. Defaults: RetainDone and RetainCancelled 24 hours,
+	// RetainFailed 7 days (failures are what someone investigates). A
+	// negative value keeps that status forever.
+	RetainDone, RetainCancelled, RetainFailed time.Duration
+	// RetentionInterval is how often retention looks. Default 1 minute.
+	RetentionInterval time.Duration
+	// DisableRetention turns retention off in this client (it is safe to
+	// run in every process at once).
+	DisableRetention bool
+
 	// JobTimeout bounds each job's context unless its worker says
 	// otherwise. Default 0: no timeout.
 	JobTimeout time.Duration
@@ -143,6 +155,15 @@ func (c Config) withDefaults() (Config, error) {
 		def(&c.ReapAfter, time.Minute, "ReapAfter"),
 		def(&c.ReapInterval, c.ReapAfter/4, "ReapInterval"),
 		def(&c.FinishTimeout, 30*time.Second, "FinishTimeout"),
+		def(&c.RetentionInterval, time.Minute, "RetentionInterval"),
+	}
+	for _, r := range []struct {
+		d   *time.Duration
+		def time.Duration
+	}{{&c.RetainDone, 24 * time.Hour}, {&c.RetainCancelled, 24 * time.Hour}, {&c.RetainFailed, 7 * 24 * time.Hour}} {
+		if *r.d == 0 {
+			*r.d = r.def
+		}
 	}
 	if c.JobTimeout < 0 {
 		errs = append(errs, errors.New("config: JobTimeout must not be negative"))

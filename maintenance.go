@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -85,4 +86,70 @@ func (c *Client) Reap(ctx context.Context) ([]driver.ReapResult, error) {
 		c.logger.Warn("lockstep: reaped a job whose worker stopped heartbeating", "job", r.ID, "attempt", r.Attempt, "now", r.Status)
 	}
 	return out, err
+}
+
+// retentionBatch is how many jobs one prune deletes: one short transaction
+// over rows locked by primary key in ascending id order.
+const retentionBatch = 1000
+
+// maxRetentionBatches bounds one pass per queue and status, so a backlog
+// of old jobs is worked off over several passes, not in one long burst.
+const maxRetentionBatches = 100
+
+func (c *Client) retentionLoop(ctx context.Context) {
+	every(ctx, c.cfg.RetentionInterval, func(ctx context.Context) {
+		if _, err := c.Prune(ctx); err != nil && ctx.Err() == nil {
+			c.logger.Error("lockstep: retention failed", "err", err)
+		}
+	})
+}
+
+// Prune runs one retention pass now: in each queue, DONE, CANCELLED and
+// FAILED jobs older than Config.RetainDone, RetainCancelled and
+// RetainFailed are deleted in batches, by primary key in ascending id
+// order. It never deletes a PENDING or RUNNING job, and is safe to run in
+// every process at once. It returns how many jobs it deleted.
+func (c *Client) Prune(ctx context.Context) (int, error) {
+	var queues []string
+	err := c.retryDBIdempotent(ctx, "retention: list queues", func(ctx context.Context) error {
+		var err error
+		queues, err = c.exec.QueueList(ctx, &driver.QueueListParams{})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("retention: %w", err)
+	}
+	total := 0
+	for _, q := range queues {
+		for _, r := range []struct {
+			status driver.JobStatus
+			age    time.Duration
+		}{{driver.StatusDone, c.cfg.RetainDone}, {driver.StatusCancelled, c.cfg.RetainCancelled}, {driver.StatusFailed, c.cfg.RetainFailed}} {
+			if r.age < 0 {
+				continue
+			}
+			for range maxRetentionBatches {
+				var ids []int64
+				err := c.retryDBIdempotent(ctx, "retention", func(ctx context.Context) error {
+					var err error
+					ids, err = c.exec.JobPrune(ctx, &driver.JobPruneParams{Queue: q, Status: r.status, OlderThan: r.age, Max: retentionBatch})
+					return err
+				})
+				if err != nil {
+					return total, fmt.Errorf("retention: queue %q, %s: %w", q, r.status, err)
+				}
+				total += len(ids)
+				if len(ids) > 0 {
+					c.logger.Debug("lockstep: retention deleted jobs", "queue", q, "status", r.status, "jobs", len(ids))
+				}
+				if len(ids) < retentionBatch {
+					break
+				}
+			}
+		}
+	}
+	if total > 0 {
+		c.logger.Info("lockstep: retention deleted old jobs", "jobs", total)
+	}
+	return total, nil
 }

@@ -132,6 +132,16 @@ type JobReapParams struct {
 	Max        int
 }
 
+// JobPruneParams selects the jobs retention deletes: those of one queue in
+// one final status whose last change (heartbeat_at, set on every status
+// change) is older than OlderThan by the database's clock, at most Max.
+type JobPruneParams struct {
+	Queue     string
+	Status    JobStatus // DONE, CANCELLED or FAILED
+	OlderThan time.Duration
+	Max       int
+}
+
 // ReapResult is a reaped job and where it went.
 type ReapResult struct {
 	ID      int64
@@ -261,6 +271,11 @@ type Executor interface {
 	// those that are no longer RUNNING at that attempt (cancelled or reaped).
 	JobHeartbeat(ctx context.Context, jobs []JobRef) (lost []JobRef, err error)
 	JobReap(ctx context.Context, p *JobReapParams) ([]ReapResult, error)
+	// JobPrune deletes up to p.Max old jobs of one queue and final status,
+	// by primary key in ascending id order, and returns their ids
+	// (ascending). It never deletes a PENDING or RUNNING job, nor one that
+	// changed since it was selected.
+	JobPrune(ctx context.Context, p *JobPruneParams) ([]int64, error)
 	// JobCancel cancels one PENDING or RUNNING job; false if it was neither.
 	JobCancel(ctx context.Context, id int64) (bool, error)
 	// JobRetry puts a FAILED job back to PENDING, available now, with one

@@ -182,6 +182,25 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status)" +
 				" WHERE queue = ? AND status = ? AND heartbeat_at >= " + now + " - INTERVAL ? MICROSECOND LIMIT ?) w",
 		},
+		// Retention: the old jobs of one final status in one queue, oldest
+		// first, read without locks; then locked by primary key in id
+		// order, checked again, and deleted by primary key.
+		catalog.Statement{
+			Name: "job.prune_select", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status)" +
+				" WHERE queue = ? AND status = ? AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND ORDER BY heartbeat_at LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "job.prune_lock", Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE status = ? AND heartbeat_at < " + now +
+				" - INTERVAL ? MICROSECOND AND id IN ({ids}) ORDER BY id FOR UPDATE",
+		},
+		catalog.Statement{
+			// Only the primary key in the WHERE: no other index can be
+			// chosen to find the rows (single-table DELETE takes no hint).
+			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			SQL: "DELETE FROM lockstep_jobs WHERE id IN ({ids})",
+		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
 			SQL: "SELECT MIN(available_at), " + now + ", COUNT(*) FROM (SELECT available_at FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +

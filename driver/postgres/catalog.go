@@ -196,6 +196,21 @@ func newCatalog() *catalog.Catalog {
 			Name: "queue.finished", Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs WHERE queue = $1 AND status = $2 AND heartbeat_at >= now() - $3" + micro + " LIMIT $4) w",
 		},
+		// Retention: the old jobs of one final status in one queue, oldest
+		// first, read without locks; then locked by primary key in id
+		// order, checked again, and deleted by primary key.
+		catalog.Statement{
+			Name: "job.prune_select", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT id FROM lockstep_jobs WHERE queue = $1 AND status = $2 AND heartbeat_at < now() - $3" + micro + " ORDER BY heartbeat_at LIMIT $4",
+		},
+		catalog.Statement{
+			Name: "job.prune_lock", Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			SQL: "SELECT id FROM lockstep_jobs WHERE status = $1 AND heartbeat_at < now() - $2" + micro + " AND id = ANY($3) ORDER BY id FOR UPDATE",
+		},
+		catalog.Statement{
+			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			SQL: "DELETE FROM lockstep_jobs WHERE id = ANY($1)",
+		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
 			SQL: "SELECT MIN(available_at), now(), COUNT(*) FROM (SELECT available_at FROM lockstep_jobs" +

@@ -172,6 +172,23 @@ func newCatalog() *catalog.Catalog {
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs INDEXED BY lockstep_jobs_queue_status WHERE queue = ? AND status = ?" +
 				" AND heartbeat_at >= strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) LIMIT ?) w",
 		},
+		// Retention: the old jobs of one final status in one queue, oldest
+		// first; then checked again by primary key and deleted by primary
+		// key, in the same write transaction.
+		catalog.Statement{
+			Name: "job.prune_select", Table: jobs, Finds: catalog.JobsQueueStatus,
+			SQL: "SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_queue_status WHERE queue = ? AND status = ?" +
+				" AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) ORDER BY heartbeat_at LIMIT ?",
+		},
+		catalog.Statement{
+			Name: "job.prune_lock", Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT id FROM lockstep_jobs WHERE status = ?" +
+				" AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) AND id IN ({ids}) ORDER BY id",
+		},
+		catalog.Statement{
+			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			SQL: "DELETE FROM lockstep_jobs WHERE id IN ({ids})",
+		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
 			SQL: "SELECT MIN(available_at), " + now + ", COUNT(*) FROM (SELECT available_at FROM lockstep_jobs INDEXED BY lockstep_jobs_claim" +

@@ -66,6 +66,19 @@ var (
 	}}
 )
 
+// pruneFailed is retention deleting FAILED jobs (job 2 among them).
+var pruneFailed = op{"prune FAILED", func(ctx context.Context, ex driver.Executor) error {
+	_, err := ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "default", Status: driver.StatusFailed, OlderThan: -time.Hour, Max: 100})
+	return err
+}}
+
+func deleted(id int64) func(t *testing.T, s server) {
+	return func(t *testing.T, s server) {
+		_, err := s.drv.Executor().JobGet(context.Background(), id)
+		require.ErrorIs(t, err, driver.ErrNotFound, "job %d", id)
+	}
+}
+
 // completeMany is the client's batched DONE, with the running job in it.
 var completeMany = op{"complete many 5500", func(ctx context.Context, ex driver.Executor) error {
 	_, err := ex.JobCompleteMany(ctx, []driver.JobRef{{ID: running, Attempt: 1}})
@@ -137,6 +150,13 @@ func pairs() []pair {
 		pair{a: retryFailed, b: cancelRunOfPending, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusCancelled)},
 		pair{a: cancelRunOfPending, b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusFailed)},
 		pair{a: retryFailed, b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusPending)},
+		// Retention against the one writer of a FAILED job, and against a
+		// cancel of the same run (which touches only its live jobs).
+		pair{a: pruneFailed, b: retryFailed, bWaits: true, checkEnd: deleted(failedInRun)},
+		pair{a: retryFailed, b: pruneFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusPending)},
+		pair{a: pruneFailed, b: cancelRunOfPending, bWaits: false, checkEnd: deleted(failedInRun)},
+		pair{a: cancelRunOfPending, b: pruneFailed, bWaits: false, checkEnd: deleted(failedInRun)},
+		pair{a: pruneFailed, b: pruneFailed, bWaits: true, checkEnd: deleted(failedInRun)},
 		// Processes doing the same thing at once.
 		pair{a: claim, b: claim, bWaits: false},
 		pair{a: reap, b: reap, bWaits: true, checkEnd: finalIs(running, driver.StatusPending)},

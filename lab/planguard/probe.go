@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver/catalog"
@@ -219,6 +220,29 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 	case "job.retry":
 		id, skip := target(p.failedID, "FAILED")
 		return withRow(id, skip, id)
+	case "job.prune_select":
+		if p.queue == "" {
+			return "", nil, "no PENDING job in the data", nil
+		}
+		return plain(p.queue, "DONE", micros, 1000)
+	case "job.prune_lock":
+		// Two ids at least, whether they qualify or not (live and stale
+		// alike): MariaDB reads a single primary-key value as a constant
+		// first, and a row that does not qualify then leaves no plan to
+		// check.
+		var ids []int64
+		for _, id := range []int64{p.failedID, p.staleID, p.pendingID} {
+			if id != 0 && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) < 2 {
+			return "", nil, "fewer than two jobs in the data", nil
+		}
+		return withIDs(ids, "", "FAILED", 0)
+	case "job.delete_many":
+		ids, skip := list(p.liveIDs, "live")
+		return withIDs(ids, skip)
 	// The reads of the CLI and the dashboard, bound as their first page is.
 	case "job.page_floor":
 		return plain(int64(math.MaxInt64), pageWindow)

@@ -521,6 +521,80 @@ func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]ls
 	return out, nil
 }
 
+// JobPrune implements driver.Executor: the candidates are read without
+// locks through the queue-status index; then, in one transaction per
+// call, each chunk is locked by primary key in ascending id order and
+// checked again (a retried FAILED job is PENDING now), and what still
+// qualifies is deleted by primary key.
+func (e *Executor) JobPrune(ctx context.Context, p *lsdriver.JobPruneParams) ([]int64, error) {
+	switch p.Status {
+	case lsdriver.StatusDone, lsdriver.StatusCancelled, lsdriver.StatusFailed:
+	default:
+		return nil, fmt.Errorf("prune: status %q is not a final status", p.Status)
+	}
+	limit := p.Max
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := e.query(ctx, e.q, "job.prune_select", e.cat().Get("job.prune_select").SQL, p.Queue, string(p.Status), micros(p.OlderThan), limit)
+	if err != nil {
+		return nil, e.wrap("prune: select", err)
+	}
+	cands, err := scanIDs(rows)
+	if err != nil {
+		return nil, e.wrap("prune: select", err)
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	cands = sortedUnique(cands)
+	lock, del := e.cat().Get("job.prune_lock"), e.cat().Get("job.delete_many")
+	var deleted []int64
+	err = e.inTx(ctx, func(q Querier) error {
+		deleted = deleted[:0]
+		chunk := e.chunkSize()
+		for start := 0; start < len(cands); start += chunk {
+			sqlText, args := e.cat().BindIDs(lock, cands[start:min(start+chunk, len(cands))], string(p.Status), micros(p.OlderThan))
+			rows, err := e.query(ctx, q, lock.Name, sqlText, args...)
+			if err != nil {
+				return err
+			}
+			still, err := scanIDs(rows)
+			if err != nil {
+				return err
+			}
+			if len(still) == 0 {
+				continue
+			}
+			slices.Sort(still)
+			sqlText, args = e.cat().BindIDs(del, still)
+			if _, err := e.exec(ctx, q, del.Name, sqlText, args...); err != nil {
+				return err
+			}
+			deleted = append(deleted, still...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, e.wrap("prune", err)
+	}
+	return deleted, nil
+}
+
+// scanIDs reads a one-column result of ids and closes it.
+func scanIDs(rows Rows) ([]int64, error) {
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, errors.Join(rows.Err(), rows.Close())
+}
+
 // JobCancel cancels one job by primary key.
 func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
 	res, err := e.exec(ctx, e.q, "job.cancel", e.cat().Get("job.cancel").SQL, id)
