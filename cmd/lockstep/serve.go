@@ -87,6 +87,7 @@ sets.`,
 	f.StringSliceVar(&o.work.kinds, "kind", nil, "run workers for these kinds: exec (needs --command) or demo (repeatable; default: no workers)")
 	f.StringVar(&o.work.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
 	f.StringArrayVar(&o.work.execs, "exec", nil, "KIND=COMMAND: run workers that run COMMAND with sh -c for each job of KIND (repeatable)")
+	addRetentionFlags(f, &o.work.retention)
 	f.DurationVar(&o.work.execTimeout, "exec-timeout", 0, "for --kind exec: kill a command running longer than this (0: no limit)")
 	f.DurationVar(&o.work.killGrace, "exec-kill-grace", 0, "for --kind exec: send SIGTERM this long before SIGKILL when killing a command")
 	f.DurationVar(&o.work.reapAfter, "reap-after", time.Minute, "return RUNNING jobs whose heartbeat is older than this to PENDING")
@@ -178,6 +179,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	cfg := lockstep.Config{
 		Logger: c.logger, PollInterval: o.work.poll, HeartbeatInterval: o.work.heartbeat, ReapAfter: o.work.reapAfter,
 	}
+	o.work.retention.apply(&cfg)
 	if len(o.work.kinds) > 0 || len(o.work.execs) > 0 {
 		if cfg.Queues, err = parseWorkQueues(o.work.queues, o.work.workers); err != nil {
 			return err

@@ -39,6 +39,7 @@ type workOptions struct {
 	poll        time.Duration
 	stopTimeout time.Duration
 	metricsAddr string
+	retention   retentionOptions
 }
 
 func newWorkCmd(c *cli) *cobra.Command {
@@ -94,6 +95,7 @@ Queues are named with --queue NAME (at most --workers jobs at once) or
 	f.DurationVar(&o.poll, "poll", time.Second, "longest wait between claims of an idle queue")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for running jobs")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz on this address (a non-loopback address needs $LOCKSTEP_TOKEN)")
+	addRetentionFlags(f, &o.retention)
 	return cmd
 }
 
@@ -235,6 +237,7 @@ func (c *cli) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		Queues: queues, Workers: ws, Logger: c.logger,
 		PollInterval: o.poll, HeartbeatInterval: o.heartbeat, ReapAfter: o.reapAfter,
 	}
+	o.retention.apply(&cfg)
 	if o.metricsAddr != "" {
 		// Claims, finishes and run times are seen only where workers run,
 		// so each worker process serves its own. Queue depth is sampled by
