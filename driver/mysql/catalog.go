@@ -9,6 +9,10 @@ import (
 // pool the user configured differently still compares like with like.
 const now = "UTC_TIMESTAMP(6)"
 
+// pkOnlyDelete is retention's delete: by primary key alone, after the rows
+// were locked by primary key and checked.
+const pkOnlyDelete = "DELETE FROM lockstep_jobs WHERE id IN ({ids})"
+
 // newCatalog declares every statement the queue issues on MySQL/MariaDB.
 // returning is false on MySQL 8, which has no INSERT ... RETURNING.
 func newCatalog(flavor string, returning bool) *catalog.Catalog {
@@ -196,10 +200,12 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 				" - INTERVAL ? MICROSECOND AND id IN ({ids}) ORDER BY id FOR UPDATE",
 		},
 		catalog.Statement{
-			// Only the primary key in the WHERE: no other index can be
-			// chosen to find the rows (single-table DELETE takes no hint).
+			// The primary key alone in the WHERE: no secondary index can
+			// serve it. (Single-table DELETE takes no index hint; the
+			// multi-table form that does is planned as a full scan on a
+			// near-empty table.)
 			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
-			SQL: "DELETE FROM lockstep_jobs WHERE id IN ({ids})",
+			SQL: pkOnlyDelete,
 		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,

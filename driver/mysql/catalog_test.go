@@ -16,7 +16,9 @@ func TestByIDWritesForcePrimary(t *testing.T) {
 	for _, returning := range []bool{true, false} {
 		c := newCatalog("mariadb", returning)
 		for _, st := range c.All() {
-			if st.Locks && (st.Finds == catalog.JobsPrimary || st.Finds == catalog.RunsPrimary) {
+			// A WHERE of the primary key alone leaves no other index to
+			// choose (and single-table DELETE takes no hint).
+			if st.Locks && (st.Finds == catalog.JobsPrimary || st.Finds == catalog.RunsPrimary) && st.SQL != pkOnlyDelete {
 				require.Contains(t, st.SQL, "FORCE INDEX (PRIMARY)", st.Name)
 			}
 			if st.Finds != catalog.None && st.Finds != catalog.JobsPrimary && st.Finds != catalog.RunsPrimary {
