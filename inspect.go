@@ -73,11 +73,8 @@ func (c *Client) QueueStats(ctx context.Context, queue string, p *StatsParams) (
 // JobPage lists jobs newest first, filtered, examining a bounded window of
 // ids per page (see JobPageParams).
 func (c *Client) JobPage(ctx context.Context, p JobPageParams) (*JobPage, error) {
-	page, err := c.exec.JobPage(ctx, &p)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	return page, nil
+	// The executor's error already says "list jobs".
+	return c.exec.JobPage(ctx, &p)
 }
 
 // Runs lists runs newest first, each with its job counts (bounded by
@@ -85,7 +82,7 @@ func (c *Client) JobPage(ctx context.Context, p JobPageParams) (*JobPage, error)
 func (c *Client) Runs(ctx context.Context, p RunListParams, countLimit int) ([]*RunSummary, error) {
 	runs, err := c.exec.RunList(ctx, &p)
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return nil, err // the executor's error already says "list runs"
 	}
 	out := make([]*RunSummary, 0, len(runs))
 	for _, r := range runs {
