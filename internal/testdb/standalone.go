@@ -207,18 +207,12 @@ func (s *Server) Addr() string {
 // server (ServerOptions.ExternalDSN) cannot be stopped: Stop, Kill and
 // Start return an error for it.
 func (s *Server) Stop(ctx context.Context) error {
-	if err := s.controllable("stop"); err != nil {
+	unlock, err := s.begin("Stop", true)
+	if err != nil {
 		return err
 	}
-	s.life.Lock()
-	defer s.life.Unlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	if !s.running() {
-		return errors.New("testdb: Stop: the server is not running")
-	}
-	err := s.s.proc.shutdown(ctx, s.s.cleanSig)
+	defer unlock()
+	err = s.s.proc.shutdown(ctx, s.s.cleanSig)
 	holdErr := s.holdPort()
 	if err != nil {
 		return fmt.Errorf("testdb: stopping the server: %v\n%s", err, logTail(s.s.errorLog))
@@ -232,17 +226,11 @@ func (s *Server) Stop(ctx context.Context) error {
 // test settings flush the log to the OS at each commit, and the OS is not
 // what died). Like Stop it keeps the data directory and the port.
 func (s *Server) Kill() error {
-	if err := s.controllable("kill"); err != nil {
+	unlock, err := s.begin("Kill", true)
+	if err != nil {
 		return err
 	}
-	s.life.Lock()
-	defer s.life.Unlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	if !s.running() {
-		return errors.New("testdb: Kill: the server is not running")
-	}
+	defer unlock()
 	s.s.proc.kill()
 	return s.holdPort()
 }
@@ -253,17 +241,11 @@ func (s *Server) Kill() error {
 // connections from before the stop are broken). It gives up when ctx ends
 // or after a minute.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.controllable("start"); err != nil {
+	unlock, err := s.begin("Start", false)
+	if err != nil {
 		return err
 	}
-	s.life.Lock()
-	defer s.life.Unlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	if s.running() {
-		return errors.New("testdb: Start: the server is already running")
-	}
+	defer unlock()
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	s.s.hold.release()
@@ -295,6 +277,29 @@ func (s *Server) Start(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("testdb: starting the server again on port %d: %v\n%s",
 			s.s.port, err, logTail(s.s.errorLog)), holdErr)
 	}
+}
+
+// begin checks that op may run — on a server we started, not closed, in
+// the state op needs (running, or stopped) — and holds the life lock
+// until unlock.
+func (s *Server) begin(op string, wantRunning bool) (unlock func(), err error) {
+	if err := s.controllable(strings.ToLower(op)); err != nil {
+		return nil, err
+	}
+	s.life.Lock()
+	if err := s.usable(); err != nil {
+		s.life.Unlock()
+		return nil, err
+	}
+	switch running := s.running(); {
+	case wantRunning && !running:
+		s.life.Unlock()
+		return nil, fmt.Errorf("testdb: %s: the server is not running", op)
+	case !wantRunning && running:
+		s.life.Unlock()
+		return nil, fmt.Errorf("testdb: %s: the server is already running", op)
+	}
+	return s.life.Unlock, nil
 }
 
 // Restart is Stop, then Start.
