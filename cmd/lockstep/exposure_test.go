@@ -26,10 +26,7 @@ const secret = "s3cret-LOCKSTEP-pw"
 // refuses the password, and a server that accepts it — and requires the
 // password to appear in no output, log line or error.
 func TestSecretsStayOutOfLogs(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := l.Addr().String()
-	require.NoError(t, l.Close())
+	closed := testdb.ClosedAddr(t)
 
 	mysqlAddr, err := testdb.DSNAddr(testdb.MySQL(t))
 	require.NoError(t, err)

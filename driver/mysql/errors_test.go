@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -179,18 +178,8 @@ func TestClassifiesConnectionErrors(t *testing.T) {
 	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
 	require.False(t, drv.ClassifyError(err).Retryable())
 
-	// A port nobody listens on: the listener is closed before the dial.
-	port := closedPort(t)
-	_, err = mysql.Open(ctx, fmt.Sprintf("root@tcp(127.0.0.1:%d)/x?timeout=2s", port))
+	// A port nobody listens on.
+	_, err = mysql.Open(ctx, fmt.Sprintf("root@tcp(%s)/x?timeout=2s", testdb.ClosedAddr(t)))
 	require.Error(t, err)
 	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
-}
-
-func closedPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-	return port
 }

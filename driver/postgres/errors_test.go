@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -109,11 +108,7 @@ func TestClassifiesConnectionErrors(t *testing.T) {
 	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
 	require.False(t, drv.ClassifyError(err).Retryable())
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-	_, err = postgres.Open(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?connect_timeout=2", port))
+	_, err = postgres.Open(ctx, fmt.Sprintf("postgres://postgres@%s/x?connect_timeout=2", testdb.ClosedAddr(t)))
 	require.Error(t, err)
 	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
 }

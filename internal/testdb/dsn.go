@@ -2,8 +2,10 @@ package testdb
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
+	"testing"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -53,4 +55,20 @@ func DSNWithAddr(dsn, addr string) (string, error) {
 
 func isURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// ClosedAddr returns a loopback host:port that nothing listens on (it was
+// free a moment ago): a server that is down, for tests of refused
+// connections.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testdb: find a free port: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("testdb: find a free port: %v", err)
+	}
+	return addr
 }

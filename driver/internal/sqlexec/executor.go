@@ -536,11 +536,7 @@ func (e *Executor) JobPrune(ctx context.Context, p *lsdriver.JobPruneParams) ([]
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := e.query(ctx, e.q, "job.prune_select", e.cat().Get("job.prune_select").SQL, p.Queue, string(p.Status), micros(p.OlderThan), limit)
-	if err != nil {
-		return nil, e.wrap("prune: select", err)
-	}
-	cands, err := scanIDs(rows)
+	cands, err := e.queryIDs(ctx, e.q, "job.prune_select", e.cat().Get("job.prune_select").SQL, p.Queue, string(p.Status), micros(p.OlderThan), limit)
 	if err != nil {
 		return nil, e.wrap("prune: select", err)
 	}
@@ -555,11 +551,7 @@ func (e *Executor) JobPrune(ctx context.Context, p *lsdriver.JobPruneParams) ([]
 		chunk := e.chunkSize()
 		for start := 0; start < len(cands); start += chunk {
 			sqlText, args := e.cat().BindIDs(lock, cands[start:min(start+chunk, len(cands))], string(p.Status), micros(p.OlderThan))
-			rows, err := e.query(ctx, q, lock.Name, sqlText, args...)
-			if err != nil {
-				return err
-			}
-			still, err := scanIDs(rows)
+			still, err := e.queryIDs(ctx, q, lock.Name, sqlText, args...)
 			if err != nil {
 				return err
 			}
@@ -579,20 +571,6 @@ func (e *Executor) JobPrune(ctx context.Context, p *lsdriver.JobPruneParams) ([]
 		return nil, e.wrap("prune", err)
 	}
 	return deleted, nil
-}
-
-// scanIDs reads a one-column result of ids and closes it.
-func scanIDs(rows Rows) ([]int64, error) {
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, errors.Join(rows.Err(), rows.Close())
 }
 
 // JobCancel cancels one job by primary key.
