@@ -27,6 +27,13 @@ type EnqueueOpts struct {
 	Delay time.Duration
 	// RunID adds the job to an existing, not cancelled run.
 	RunID int64
+	// Metadata is any JSON-encodable value kept with the job (shown by the
+	// CLI and the dashboard, returned with the job): who enqueued it, a
+	// trace id. Its encoding counts against Config.MaxArgsBytes.
+	Metadata any
+	// Unique, when set, enqueues the job only if no job with the same
+	// unique key is in one of the unique statuses; see UniqueOpts.
+	Unique *UniqueOpts
 }
 
 // JobArgsWithInsertOpts is implemented by args whose kind has default
@@ -57,6 +64,12 @@ func withKindDefaults(o, def EnqueueOpts) (EnqueueOpts, error) {
 	if o.Delay == 0 && o.ScheduledAt.IsZero() {
 		o.Delay, o.ScheduledAt = def.Delay, def.ScheduledAt
 	}
+	if o.Metadata == nil {
+		o.Metadata = def.Metadata
+	}
+	if o.Unique == nil {
+		o.Unique = def.Unique
+	}
 	return o, nil
 }
 
@@ -83,31 +96,25 @@ func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]int
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	var ids []int64
-	err = c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
-		var err error
-		if runID != 0 {
-			ids, err = c.exec.JobInsertIntoRun(ctx, runID, rows)
-		} else {
-			ids, err = c.exec.JobInsertMany(ctx, rows)
-		}
-		return err
-	})
+	res, err := c.insertRows(ctx, c.exec, true, runID, rows)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	c.wakeFor(rows)
-	c.emitEnqueued(rows)
-	return ids, nil
+	c.wakeFor(rows, res)
+	c.emitEnqueued(rows, res)
+	return resultIDs(res), nil
 }
 
-// emitEnqueued reports one EventEnqueued per inserted job.
-func (c *Client) emitEnqueued(rows []driver.JobInsertParams) {
+// emitEnqueued reports one EventEnqueued per inserted job (not for a
+// duplicate).
+func (c *Client) emitEnqueued(rows []driver.JobInsertParams, res []InsertResult) {
 	if c.cfg.OnEvent == nil {
 		return
 	}
-	for _, r := range rows {
-		c.emit(Event{Kind: EventEnqueued, Queue: r.Queue, JobKind: r.Kind})
+	for i, r := range rows {
+		if !res[i].Duplicate {
+			c.emit(Event{Kind: EventEnqueued, Queue: r.Queue, JobKind: r.Kind})
+		}
 	}
 }
 
@@ -129,27 +136,34 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx any, params []EnqueuePara
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	ex, err := c.drv.UnwrapTx(tx)
+	res, err := c.insertRowsTx(ctx, tx, runID, rows)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	var ids []int64
-	if runID != 0 {
-		ids, err = ex.JobInsertIntoRun(ctx, runID, rows)
-	} else {
-		ids, err = ex.JobInsertMany(ctx, rows)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
-	}
-	// The jobs are invisible until the caller commits; the poll finds them.
-	c.emitEnqueued(rows)
-	return ids, nil
+	return resultIDs(res), nil
 }
 
-func (c *Client) wakeFor(rows []driver.JobInsertParams) {
+// insertRowsTx inserts prepared jobs inside the caller's transaction.
+func (c *Client) insertRowsTx(ctx context.Context, tx any, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
+	ex, err := c.drv.UnwrapTx(tx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.insertRows(ctx, ex, false, runID, rows)
+	if err != nil {
+		return nil, err
+	}
+	// The jobs are invisible until the caller commits; the poll finds them.
+	c.emitEnqueued(rows, res)
+	return res, nil
+}
+
+func (c *Client) wakeFor(rows []driver.JobInsertParams, res []InsertResult) {
 	seen := map[string]bool{}
-	for _, r := range rows {
+	for i, r := range rows {
+		if res[i].Duplicate {
+			continue
+		}
 		if !seen[r.Queue] && (r.ScheduledAt.IsZero() || !r.ScheduledAt.After(time.Now())) {
 			seen[r.Queue] = true
 			c.wakeQueue(r.Queue)
@@ -273,10 +287,33 @@ func (c *Client) encodeJob(p EnqueueParams) (driver.JobInsertParams, error) {
 	if len(args) > c.cfg.MaxArgsBytes {
 		return driver.JobInsertParams{}, fmt.Errorf("args of kind %q are %d bytes; the limit is %d", kind, len(args), c.cfg.MaxArgsBytes)
 	}
-	return driver.JobInsertParams{
+	row := driver.JobInsertParams{
 		RunID: o.RunID, Queue: o.Queue, Kind: kind, Args: args,
 		Priority: o.Priority, MaxAttempts: o.MaxAttempts, ScheduledAt: at,
-	}, nil
+	}
+	if o.Metadata != nil {
+		if row.Metadata, err = c.encodeSmallJSON("metadata", o.Metadata); err != nil {
+			return driver.JobInsertParams{}, err
+		}
+	}
+	if o.Unique != nil {
+		if row.UniqueKey, row.UniqueStates, err = o.Unique.key(kind, o.Queue, args, at); err != nil {
+			return driver.JobInsertParams{}, err
+		}
+	}
+	return row, nil
+}
+
+// encodeSmallJSON encodes metadata or output within Config.MaxArgsBytes.
+func (c *Client) encodeSmallJSON(what string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", what, err)
+	}
+	if len(b) > c.cfg.MaxArgsBytes {
+		return nil, fmt.Errorf("%s is %d bytes; the limit is %d", what, len(b), c.cfg.MaxArgsBytes)
+	}
+	return b, nil
 }
 
 // RawArgs enqueues a job of any kind from JSON that is already encoded,

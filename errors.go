@@ -43,6 +43,7 @@ const (
 	ErrorLockTimeout   = driver.ErrorLockTimeout
 	ErrorBusy          = driver.ErrorBusy
 	ErrorConnection    = driver.ErrorConnection
+	ErrorDuplicate     = driver.ErrorDuplicate
 )
 
 var (

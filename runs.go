@@ -53,7 +53,7 @@ func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOp
 		}
 	}
 	var run *Run
-	var ids []int64
+	var res []InsertResult
 	err := c.retryDB(ctx, "create run", func(ctx context.Context) error {
 		tx, err := c.drv.Begin(ctx)
 		if err != nil {
@@ -71,7 +71,7 @@ func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOp
 			}
 			// The run is new and invisible to others until commit, so there
 			// is no run lock to take first.
-			if ids, err = tx.JobInsertMany(ctx, withRun); err != nil {
+			if res, err = c.insertRows(ctx, tx, false, 0, withRun); err != nil {
 				return err
 			}
 		}
@@ -80,9 +80,9 @@ func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOp
 	if err != nil {
 		return nil, nil, fmt.Errorf("create run: %w", err)
 	}
-	c.wakeFor(rows)
-	c.emitEnqueued(rows)
-	return run, ids, nil
+	c.wakeFor(rows, res)
+	c.emitEnqueued(rows, res)
+	return run, resultIDs(res), nil
 }
 
 // CancelRun marks the run CANCELLED and cancels its PENDING and RUNNING

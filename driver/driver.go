@@ -57,6 +57,13 @@ type JobRow struct {
 	LastError   string
 	Errors      []AttemptError
 	CreatedAt   time.Time
+	// UniqueKey is the job's unique key (hex), empty for a job enqueued
+	// without UniqueOpts.
+	UniqueKey string
+	// Metadata is what the enqueuer attached (JSON), nil if nothing.
+	Metadata json.RawMessage
+	// Output is what the worker recorded on success (JSON), nil if nothing.
+	Output json.RawMessage
 }
 
 // AttemptError is one entry of a job's error history.
@@ -89,6 +96,54 @@ type JobInsertParams struct {
 	MaxAttempts int
 	// ScheduledAt is the "not before" time; zero means the database's now.
 	ScheduledAt time.Time
+	// Metadata is JSON or nil.
+	Metadata []byte
+	// UniqueKey, when set, makes the insert unique: it goes through
+	// JobInsertUnique, one job at a time. UniqueStates is the set of
+	// statuses in which the key is held (UniqueStateBit of each).
+	UniqueKey    string
+	UniqueStates int
+}
+
+// UniqueStateBit is a status's bit in a job's unique_states: the unique
+// index holds a job's key while status's bit is set in it.
+func UniqueStateBit(s JobStatus) int {
+	switch s {
+	case StatusPending:
+		return 1
+	case StatusRunning:
+		return 2
+	case StatusDone:
+		return 4
+	case StatusFailed:
+		return 8
+	case StatusCancelled:
+		return 16
+	}
+	return 0
+}
+
+// UniqueInsertResult is the outcome of a unique insert.
+type UniqueInsertResult struct {
+	// ID is the inserted job, or the one holding the key. It is 0 when
+	// the holder is not visible to the caller's transaction (a snapshot
+	// older than the holder's commit): read it with JobIDByUniqueKey from
+	// outside that transaction.
+	ID int64
+	// Duplicate is true when another job held the key and nothing was
+	// inserted.
+	Duplicate bool
+}
+
+// QueueSettings are a queue's shared, persisted settings.
+type QueueSettings struct {
+	Queue string
+	// Paused is when the queue was paused; zero if it is not.
+	Paused time.Time
+	// MaxWorkers caps each process's workers for the queue; 0: as
+	// configured.
+	MaxWorkers int
+	UpdatedAt  time.Time
 }
 
 // RunInsertParams creates a run.
@@ -117,6 +172,8 @@ type JobFinishParams struct {
 	Snooze bool
 	// Error is recorded in last_error and the history when non-empty.
 	Error string
+	// Output is the worker's recorded output (JSON), written with DONE.
+	Output []byte
 }
 
 // JobRef names one attempt of one job.
@@ -260,6 +317,14 @@ type Executor interface {
 	// JobInsertIntoRun locks the run row (the run before its jobs), refuses a
 	// cancelled run with ErrRunCancelled, and inserts the jobs.
 	JobInsertIntoRun(ctx context.Context, runID int64, jobs []JobInsertParams) ([]int64, error)
+	// JobInsertUnique inserts one job with a unique key (into the run
+	// runID, locked first as JobInsertIntoRun does, when not 0), or, when
+	// another job holds the key, inserts nothing and returns that job.
+	// Two inserts of one key at once: one wins, the other waits for it and
+	// returns it as the duplicate.
+	JobInsertUnique(ctx context.Context, runID int64, job JobInsertParams) (UniqueInsertResult, error)
+	// JobIDByUniqueKey returns the job holding a unique key, 0 if none.
+	JobIDByUniqueKey(ctx context.Context, key string) (int64, error)
 	JobClaim(ctx context.Context, p *JobClaimParams) ([]*JobRow, error)
 	// JobFinish reports false when the fence did not match (nothing written).
 	JobFinish(ctx context.Context, p *JobFinishParams) (bool, error)
@@ -292,6 +357,12 @@ type Executor interface {
 	RunList(ctx context.Context, p *RunListParams) ([]*RunRow, error)
 	QueueList(ctx context.Context, p *QueueListParams) ([]string, error)
 	QueueStats(ctx context.Context, p *QueueStatsParams) (*QueueStats, error)
+	// QueueSettings lists every queue that has settings.
+	QueueSettings(ctx context.Context) ([]QueueSettings, error)
+	// QueuePause pauses (paused true) or resumes a queue.
+	QueuePause(ctx context.Context, queue string, paused bool) error
+	// QueueSetMaxWorkers sets a queue's per-process worker cap; 0 clears it.
+	QueueSetMaxWorkers(ctx context.Context, queue string, n int) error
 	// RunCancel marks the run CANCELLED, then cancels its PENDING and RUNNING
 	// jobs by primary key in ascending id order.
 	RunCancel(ctx context.Context, id int64) (*RunCancelResult, error)

@@ -33,6 +33,10 @@ const (
 	// to repeat after it did commit (a fenced finish, a heartbeat) may be
 	// retried; see Retryable.
 	ErrorConnection
+	// ErrorDuplicate: a unique index refused a row (MySQL 1062,
+	// PostgreSQL 23505, SQLite SQLITE_CONSTRAINT_UNIQUE). Repeating the
+	// statement gives the same answer while the other row stands.
+	ErrorDuplicate
 )
 
 func (k ErrorKind) String() string {
@@ -47,6 +51,8 @@ func (k ErrorKind) String() string {
 		return "busy"
 	case ErrorConnection:
 		return "connection"
+	case ErrorDuplicate:
+		return "duplicate key"
 	default:
 		return "other"
 	}
@@ -55,7 +61,9 @@ func (k ErrorKind) String() string {
 // Retryable reports whether re-running the whole transaction may succeed
 // and is safe whatever the transaction does: the server rolled it back.
 // A connection error is not: the commit may have happened.
-func (k ErrorKind) Retryable() bool { return k != ErrorOther && k != ErrorConnection }
+func (k ErrorKind) Retryable() bool {
+	return k != ErrorOther && k != ErrorConnection && k != ErrorDuplicate
+}
 
 // DBError is a classified database error.
 type DBError struct {

@@ -25,6 +25,9 @@ const (
 	// JobsQueueStatus is (queue, status, heartbeat_at): the counts and
 	// listings of the stats, the CLI and the dashboard.
 	JobsQueueStatus Index = "jobs.queue_status"
+	// JobsUnique holds a unique job's key while the job's status is one of
+	// its unique statuses.
+	JobsUnique Index = "jobs.unique"
 	// None is the access path of statements that read no table rows to find
 	// their targets (an INSERT, a bookkeeping query).
 	None Index = ""
@@ -227,6 +230,8 @@ func (c *Catalog) LockClass(s Statement) string {
 		return "schema bookkeeping, issued by migrate only, never by the running queue"
 	case s.Claim:
 		return "locking read, SKIP LOCKED: claim-index entries and their primary-key rows in index order, stopping at LIMIT"
+	case s.Table == "lockstep_queues" && s.Locks:
+		return "one queue-settings row by primary key (an upsert), in a transaction of its own"
 	case !s.Locks && strings.HasPrefix(s.SQL, "INSERT"):
 		return "insert: new rows only"
 	case !s.Locks:

@@ -23,14 +23,16 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 		catalog.JobsRun:         "lockstep_jobs_run",
 		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
 		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
+		catalog.JobsUnique:      "lockstep_jobs_unique",
 	}
 	// statusIndexes are the indexes whose entries change with a job's status.
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
 	ret := ""
 	if returning {
 		ret = " RETURNING id"
 	}
 	const jobs = "lockstep_jobs"
+	const queues = "lockstep_queues"
 	const byPK = "UPDATE lockstep_jobs FORCE INDEX (PRIMARY) SET "
 	history := "error_history = JSON_MERGE_PRESERVE(error_history, ?)"
 	// pageFilter is the optional status, queue and kind of a job page; an
@@ -39,8 +41,23 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 	return catalog.MustNew(flavor, false, indexNames,
 		catalog.Statement{
 			Name: "job.insert", Table: jobs, Rows: true,
-			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, error_history, created_at) VALUES {rows}" + ret,
-			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), '[]', " + now + ")",
+			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, error_history, created_at) VALUES {rows}" + ret,
+			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, '[]', " + now + ")",
+		},
+		catalog.Statement{
+			// One unique job. A duplicate fails with 1062 (statement rolled
+			// back, transaction kept) and the executor reads the holder.
+			// Not INSERT ... ON DUPLICATE KEY UPDATE: that would lock the
+			// holder's unique-index record and then its PRIMARY record,
+			// the reverse of every status change's order.
+			Name: "job.insert_unique", Table: jobs,
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states, error_history, created_at)" +
+				" VALUES (?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, ?, '[]', " + now + ")",
+		},
+		catalog.Statement{
+			// The job holding a key: a consistent read of the unique index.
+			Name: "job.id_by_unique_key", Table: jobs, Finds: catalog.JobsUnique,
+			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_unique) WHERE unique_active = ?",
 		},
 		catalog.Statement{
 			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
@@ -58,7 +75,7 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: byPK + "status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: byPK + "status = 'DONE', output = ?, finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			// The batched DONE of many attempts, all of one attempt number;
@@ -204,13 +221,34 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 			// serve it. (Single-table DELETE takes no index hint; the
 			// multi-table form that does is planned as a full scan on a
 			// near-empty table.)
-			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
 			SQL: pkOnlyDelete,
 		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
 			SQL: "SELECT MIN(available_at), " + now + ", COUNT(*) FROM (SELECT available_at FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +
 				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now + " ORDER BY priority, available_at, id LIMIT ?) w",
+		},
+		// Queue settings: one row per queue, upserted by primary key in
+		// a statement of its own, never in a transaction with a job or run.
+		catalog.Statement{
+			Name: "queue.settings_list", Table: queues,
+			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
+		},
+		catalog.Statement{
+			Name: "queue.pause", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES (?, " + now + ", " + now + ")" +
+				" ON DUPLICATE KEY UPDATE paused_at = COALESCE(paused_at, " + now + "), updated_at = " + now,
+		},
+		catalog.Statement{
+			Name: "queue.resume", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES (?, NULL, " + now + ")" +
+				" ON DUPLICATE KEY UPDATE paused_at = NULL, updated_at = " + now,
+		},
+		catalog.Statement{
+			Name: "queue.set_max_workers", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, max_workers, updated_at) VALUES (?, ?, " + now + ")" +
+				" ON DUPLICATE KEY UPDATE max_workers = VALUES(max_workers), updated_at = " + now,
 		},
 		catalog.Statement{
 			Name: "migration.create_table", Table: "lockstep_migrations",

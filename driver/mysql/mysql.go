@@ -181,6 +181,8 @@ func classify(err error) (lsdriver.ErrorKind, string) {
 		return lsdriver.ErrorLockTimeout, code
 	case 1020: // MariaDB 11.6+ innodb_snapshot_isolation: record changed
 		return lsdriver.ErrorSerialization, code
+	case 1062: // ER_DUP_ENTRY
+		return lsdriver.ErrorDuplicate, code
 	case 1053, // ER_SERVER_SHUTDOWN
 		1077, // ER_NORMAL_SHUTDOWN
 		1152, // ER_ABORTING_CONNECTION

@@ -19,18 +19,36 @@ func newCatalog() *catalog.Catalog {
 		catalog.JobsRun:         "lockstep_jobs_run",
 		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
 		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
+		catalog.JobsUnique:      "lockstep_jobs_unique",
 	}
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
 	const jobs = "lockstep_jobs"
+	const queues = "lockstep_queues"
 	const micro = "::bigint * interval '1 microsecond'"
 	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
 	return catalog.MustNew("postgres", true, indexNames,
 		catalog.Statement{
 			Name: "job.insert", Table: jobs,
-			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at)" +
-				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, 'PENDING', u.priority, u.max_attempts, COALESCE(u.available_at, now())" +
-				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::timestamptz[])" +
-				" WITH ORDINALITY AS u(run_id, queue, kind, args, priority, max_attempts, available_at, n) ORDER BY u.n RETURNING id",
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata)" +
+				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, 'PENDING', u.priority, u.max_attempts, COALESCE(u.available_at, now()), u.metadata::jsonb" +
+				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::timestamptz[], $8::text[])" +
+				" WITH ORDINALITY AS u(run_id, queue, kind, args, priority, max_attempts, available_at, metadata, n) ORDER BY u.n RETURNING id",
+		},
+		catalog.Statement{
+			// One unique job. A concurrent insert of the same key waits for
+			// the first to commit (or roll back), then does nothing (or
+			// inserts): no error, no deadlock; no row returned means a
+			// duplicate.
+			Name: "job.insert_unique", Table: jobs, Returning: true,
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states)" +
+				" VALUES (NULLIF($1::bigint, 0), $2, $3, $4::text::jsonb, 'PENDING', $5, $6, COALESCE($7::timestamptz, now()), $8::text::jsonb, $9, $10)" +
+				" ON CONFLICT DO NOTHING RETURNING id",
+		},
+		catalog.Statement{
+			// The job holding a key, through the partial unique index (the
+			// query repeats its predicate so the planner may use it).
+			Name: "job.id_by_unique_key", Table: jobs, Finds: catalog.JobsUnique,
+			SQL: "SELECT id FROM lockstep_jobs WHERE unique_key = $1 AND unique_key IS NOT NULL AND " + sqlexec.UniqueHeld,
 		},
 		catalog.Statement{
 			// One wake-up per queue ($1: the distinct queues), issued in the
@@ -63,7 +81,7 @@ func newCatalog() *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status = 'RUNNING' AND attempts = $2",
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', output = $1::text::jsonb, finished_at = now(), heartbeat_at = now() WHERE id = $2 AND status = 'RUNNING' AND attempts = $3",
 		},
 		catalog.Statement{
 			// The batched DONE of many attempts of one attempt number, one
@@ -208,8 +226,29 @@ func newCatalog() *catalog.Catalog {
 			SQL: "SELECT id FROM lockstep_jobs WHERE status = $1 AND heartbeat_at < now() - $2" + micro + " AND id = ANY($3) ORDER BY id FOR UPDATE",
 		},
 		catalog.Statement{
-			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
 			SQL: "DELETE FROM lockstep_jobs WHERE id = ANY($1)",
+		},
+		// Queue settings: one row per queue, upserted by primary key in
+		// a statement of its own, never in a transaction with a job or run.
+		catalog.Statement{
+			Name: "queue.settings_list", Table: queues,
+			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
+		},
+		catalog.Statement{
+			Name: "queue.pause", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES ($1, now(), now())" +
+				" ON CONFLICT (name) DO UPDATE SET paused_at = COALESCE(lockstep_queues.paused_at, now()), updated_at = now()",
+		},
+		catalog.Statement{
+			Name: "queue.resume", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES ($1, NULL, now())" +
+				" ON CONFLICT (name) DO UPDATE SET paused_at = NULL, updated_at = now()",
+		},
+		catalog.Statement{
+			Name: "queue.set_max_workers", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, max_workers, updated_at) VALUES ($1, $2, now())" +
+				" ON CONFLICT (name) DO UPDATE SET max_workers = EXCLUDED.max_workers, updated_at = now()",
 		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,

@@ -155,14 +155,18 @@ func columnarInsert(jobs []lsdriver.JobInsertParams) []any {
 	prios := make([]int16, len(jobs))
 	maxes := make([]int32, len(jobs))
 	ats := make([]pgtype.Timestamptz, len(jobs))
+	metas := make([]pgtype.Text, len(jobs))
 	for i, j := range jobs {
+		if j.Metadata != nil {
+			metas[i] = pgtype.Text{String: string(j.Metadata), Valid: true}
+		}
 		runs[i], queues[i], kinds[i], args[i] = j.RunID, j.Queue, j.Kind, string(j.Args)
 		prios[i], maxes[i] = int16(j.Priority), int32(j.MaxAttempts)
 		if !j.ScheduledAt.IsZero() {
 			ats[i] = pgtype.Timestamptz{Time: j.ScheduledAt.UTC(), Valid: true}
 		}
 	}
-	return []any{runs, queues, kinds, args, prios, maxes, ats}
+	return []any{runs, queues, kinds, args, prios, maxes, ats, metas}
 }
 
 func classify(err error) (lsdriver.ErrorKind, string) {
@@ -181,6 +185,8 @@ func classify(err error) (lsdriver.ErrorKind, string) {
 		return lsdriver.ErrorSerialization, pe.Code
 	case "55P03":
 		return lsdriver.ErrorLockTimeout, pe.Code
+	case "23505": // unique_violation
+		return lsdriver.ErrorDuplicate, pe.Code
 	case "57P01", // admin_shutdown: the server is stopping, or the session was terminated
 		"57P02", // crash_shutdown
 		"57P03": // cannot_connect_now: the server is starting

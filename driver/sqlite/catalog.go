@@ -21,9 +21,11 @@ func newCatalog() *catalog.Catalog {
 		catalog.JobsRun:         "lockstep_jobs_run",
 		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
 		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
+		catalog.JobsUnique:      "lockstep_jobs_unique",
 	}
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
 	const jobs = "lockstep_jobs"
+	const queues = "lockstep_queues"
 	// History entries arrive as a one-element JSON array (the shape MySQL
 	// and PostgreSQL concatenate); json() keeps the element JSON, not text.
 	// pageFilter is the optional status, queue and kind of a job page; an
@@ -33,8 +35,18 @@ func newCatalog() *catalog.Catalog {
 	return catalog.MustNew("sqlite", false, indexNames,
 		catalog.Statement{
 			Name: "job.insert", Table: jobs, Rows: true,
-			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at) VALUES {rows} RETURNING id",
-			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "))",
+			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata) VALUES {rows} RETURNING id",
+			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?)",
+		},
+		catalog.Statement{
+			// One unique job; a duplicate inserts nothing and returns no row.
+			Name: "job.insert_unique", Table: jobs, Returning: true,
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states)" +
+				" VALUES (?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+		},
+		catalog.Statement{
+			Name: "job.id_by_unique_key", Table: jobs, Finds: catalog.JobsUnique,
+			SQL: "SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_unique WHERE unique_key = ? AND unique_key IS NOT NULL AND " + sqlexec.UniqueHeld,
 		},
 		catalog.Statement{
 			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
@@ -48,7 +60,7 @@ func newCatalog() *catalog.Catalog {
 		},
 		catalog.Statement{
 			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
+			SQL: "UPDATE lockstep_jobs SET status = 'DONE', output = ?, finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			// The batched DONE of many attempts of one attempt number.
@@ -186,8 +198,28 @@ func newCatalog() *catalog.Catalog {
 				" AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) AND id IN ({ids}) ORDER BY id",
 		},
 		catalog.Statement{
-			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
 			SQL: "DELETE FROM lockstep_jobs WHERE id IN ({ids})",
+		},
+		// Queue settings: one row per queue, upserted by primary key.
+		catalog.Statement{
+			Name: "queue.settings_list", Table: queues,
+			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
+		},
+		catalog.Statement{
+			Name: "queue.pause", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES (?, " + now + ", " + now + ")" +
+				" ON CONFLICT (name) DO UPDATE SET paused_at = COALESCE(paused_at, " + now + "), updated_at = " + now,
+		},
+		catalog.Statement{
+			Name: "queue.resume", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES (?, NULL, " + now + ")" +
+				" ON CONFLICT (name) DO UPDATE SET paused_at = NULL, updated_at = " + now,
+		},
+		catalog.Statement{
+			Name: "queue.set_max_workers", Table: queues, Locks: true,
+			SQL: "INSERT INTO lockstep_queues (name, max_workers, updated_at) VALUES (?, ?, " + now + ")" +
+				" ON CONFLICT (name) DO UPDATE SET max_workers = excluded.max_workers, updated_at = " + now,
 		},
 		catalog.Statement{
 			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,

@@ -102,6 +102,9 @@ func classify(err error) (lsdriver.ErrorKind, string) {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return lsdriver.ErrorBusy, strconv.Itoa(code)
 	}
+	if code == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+		return lsdriver.ErrorDuplicate, strconv.Itoa(code)
+	}
 	return lsdriver.ErrorOther, strconv.Itoa(code)
 }
 

@@ -222,7 +222,7 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.J
 			if j.RunID != 0 {
 				run = j.RunID
 			}
-			args = append(args, run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt))
+			args = append(args, run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata))
 		}
 	}
 	if !e.d.InsertReturning {
@@ -408,7 +408,7 @@ func (e *Executor) JobFinish(ctx context.Context, p *lsdriver.JobFinishParams) (
 	var args []any
 	switch {
 	case p.Status == lsdriver.StatusDone:
-		name, args = "job.finish_done", []any{p.ID, p.Attempt}
+		name, args = "job.finish_done", []any{jsonArg(p.Output), p.ID, p.Attempt}
 	case p.Status == lsdriver.StatusFailed:
 		name, args = "job.finish_failed", []any{p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
 	case p.Status == lsdriver.StatusPending && p.Snooze:

@@ -1,0 +1,122 @@
+package sqlexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	lsdriver "github.com/lockstep-queue/lockstep/driver"
+)
+
+// jsonArg binds optional JSON as text, or NULL when there is none.
+func jsonArg(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// maxUniqueTries bounds the insert-or-find loop: each further try means the
+// holder left its unique statuses between our insert and our read, which a
+// steady stream of jobs under one key can do only so many times in a row.
+const maxUniqueTries = 10
+
+// JobInsertUnique implements driver.Executor. Where the dialect's insert
+// skips a duplicate (ON CONFLICT DO NOTHING), no row back means a duplicate;
+// on MySQL the duplicate is error 1062, classified by code. Either way the
+// holder is then read by its key; when it has left its unique statuses
+// since (finished, or cancelled), the insert is tried again.
+func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job lsdriver.JobInsertParams) (lsdriver.UniqueInsertResult, error) {
+	if job.UniqueKey == "" {
+		return lsdriver.UniqueInsertResult{}, errors.New("insert unique job: no unique key")
+	}
+	var res lsdriver.UniqueInsertResult
+	try := func(q Querier) error {
+		if runID != 0 {
+			if err := e.lockRunShared(ctx, q, runID); err != nil {
+				return err
+			}
+		}
+		for range maxUniqueTries {
+			id, inserted, err := e.insertUnique(ctx, q, runID, job)
+			if err != nil {
+				return err
+			}
+			if inserted {
+				res = lsdriver.UniqueInsertResult{ID: id}
+				return nil
+			}
+			holder, err := e.idByUniqueKey(ctx, q, job.UniqueKey)
+			if err != nil {
+				return err
+			}
+			if holder != 0 || e.pool == nil {
+				// Inside the caller's transaction a snapshot may predate
+				// the holder's commit; the client reads it from outside.
+				res = lsdriver.UniqueInsertResult{ID: holder, Duplicate: true}
+				return nil
+			}
+		}
+		return fmt.Errorf("key %s: the job holding it kept changing", job.UniqueKey)
+	}
+	var err error
+	if runID != 0 {
+		err = e.inTx(ctx, try)
+	} else {
+		err = try(e.q)
+	}
+	if err != nil {
+		return lsdriver.UniqueInsertResult{}, e.wrap("insert unique job", err)
+	}
+	if !res.Duplicate {
+		if queues := e.wake().due([]lsdriver.JobInsertParams{job}); len(queues) > 0 {
+			// Best effort, outside the insert: a lost wake-up costs one
+			// poll interval, never a job.
+			_ = e.notify(ctx, e.q, queues)
+		}
+	}
+	return res, nil
+}
+
+// insertUnique runs job.insert_unique once; inserted is false for a
+// duplicate.
+func (e *Executor) insertUnique(ctx context.Context, q Querier, runID int64, j lsdriver.JobInsertParams) (int64, bool, error) {
+	st := e.cat().Get("job.insert_unique")
+	var run any
+	if runID == 0 {
+		runID = j.RunID // a new run's jobs, inserted in its transaction
+	}
+	if runID != 0 {
+		run = runID
+	}
+	args := []any{run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata), j.UniqueKey, j.UniqueStates}
+	if st.Returning {
+		ids, err := e.queryIDs(ctx, q, st.Name, st.SQL, args...)
+		if err != nil || len(ids) == 0 {
+			return 0, false, err
+		}
+		return ids[0], true, nil
+	}
+	res, err := e.exec(ctx, q, st.Name, st.SQL, args...)
+	if err != nil {
+		if kind, _ := e.d.Classify(err); kind == lsdriver.ErrorDuplicate {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	return res.LastInsertID, true, nil
+}
+
+func (e *Executor) idByUniqueKey(ctx context.Context, q Querier, key string) (int64, error) {
+	ids, err := e.queryIDs(ctx, q, "job.id_by_unique_key", e.cat().Get("job.id_by_unique_key").SQL, key)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// JobIDByUniqueKey implements driver.Executor.
+func (e *Executor) JobIDByUniqueKey(ctx context.Context, key string) (int64, error) {
+	id, err := e.idByUniqueKey(ctx, e.q, key)
+	return id, e.wrap("find unique job", err)
+}
