@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -29,6 +30,12 @@ type Client struct {
 	stopping bool
 	running  map[int64]*runningJob
 	wake     map[string]chan struct{} // per served queue: in-process enqueue wake-up
+
+	// settings is the last queue-settings snapshot; settingsMu orders
+	// its refreshes, so events follow the order of the reads.
+	settings   atomic.Pointer[queueSettings]
+	periodic   []periodicEntry
+	settingsMu sync.Mutex
 
 	completer   *completer         // batches DONE results while the client runs
 	fetchCancel context.CancelFunc // stops claiming
@@ -57,9 +64,14 @@ func NewClient(drv driver.Driver, cfg Config) (*Client, error) {
 	if len(c.Queues) > 0 && c.Workers == nil {
 		return nil, errors.New("lockstep: config: Queues are set but no Workers are registered")
 	}
+	periodic, err := parsePeriodic(c.PeriodicJobs)
+	if err != nil {
+		return nil, fmt.Errorf("lockstep: %w", err)
+	}
 	return &Client{
 		drv: drv, exec: drv.Executor(), cfg: c, logger: c.Logger,
 		running: map[int64]*runningJob{}, wake: map[string]chan struct{}{},
+		periodic: periodic,
 	}, nil
 }
 
@@ -82,6 +94,15 @@ func (c *Client) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
+	if len(c.cfg.Queues) > 0 {
+		// Paused queues must not be claimed from even once.
+		if err := c.retryDBIdempotent(ctx, "read queue settings", c.refreshQueueSettings); err != nil {
+			c.mu.Lock()
+			c.started = false
+			c.mu.Unlock()
+			return fmt.Errorf("lockstep: start: %w", err)
+		}
+	}
 	fetchCtx, fetchCancel := context.WithCancel(context.Background())
 	workCtx, workCancel := context.WithCancelCause(context.Background())
 	maintCtx, maintCancel := context.WithCancel(context.Background())
@@ -96,7 +117,7 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	for name, qc := range c.cfg.Queues {
-		p := &producer{c: c, queue: name, max: qc.MaxWorkers, wake: c.wake[name], done: make(chan struct{}, qc.MaxWorkers)}
+		p := &producer{c: c, queue: name, max: qc.MaxWorkers, wake: c.wake[name], done: make(chan struct{}, maxQueueWorkers)}
 		c.producers.Add(1)
 		go func() {
 			defer c.producers.Done()
@@ -105,8 +126,18 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.startListener(ctx, fetchCtx)
 	if len(c.cfg.Queues) > 0 {
-		c.maint.Add(1)
+		c.maint.Add(2)
 		go func() { defer c.maint.Done(); c.heartbeatLoop(maintCtx) }()
+		go func() { defer c.maint.Done(); c.settingsLoop(maintCtx) }()
+	}
+	now := time.Now()
+	for i := range c.periodic {
+		e := &c.periodic[i]
+		if err := c.catchUp(ctx, e, now); err != nil {
+			c.logger.Error("lockstep: periodic catch-up incomplete", "name", e.job.Name, "err", err)
+		}
+		c.maint.Add(1)
+		go func() { defer c.maint.Done(); c.periodicLoop(maintCtx, e, now) }()
 	}
 	if !c.cfg.DisableRetention {
 		c.maint.Add(1)

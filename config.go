@@ -78,6 +78,18 @@ type Config struct {
 	// run in every process at once).
 	DisableRetention bool
 
+	// QueueSettingsInterval is how often a client that serves queues
+	// re-reads their shared settings (PauseQueue, SetQueueMaxWorkers) to
+	// pick up what other processes set. Default 500ms, so that a pause
+	// reaches every process within a second.
+	QueueSettingsInterval time.Duration
+
+	// PeriodicJobs are enqueued on a schedule by every started client that
+	// has them, once per tick across all processes: each tick's job has a
+	// unique key of the job's name and the tick's time, so the processes
+	// racing to enqueue it make one job. Give every process the same list.
+	PeriodicJobs []PeriodicJob
+
 	// JobTimeout bounds each job's context unless its worker says
 	// otherwise. Default 0: no timeout.
 	JobTimeout time.Duration
@@ -156,6 +168,7 @@ func (c Config) withDefaults() (Config, error) {
 		def(&c.ReapInterval, c.ReapAfter/4, "ReapInterval"),
 		def(&c.FinishTimeout, 30*time.Second, "FinishTimeout"),
 		def(&c.RetentionInterval, time.Minute, "RetentionInterval"),
+		def(&c.QueueSettingsInterval, 500*time.Millisecond, "QueueSettingsInterval"),
 	}
 	for _, r := range []struct {
 		d   *time.Duration

@@ -32,6 +32,16 @@ const (
 	// EventDBRetry: a unit of work (Op) is retried after a retryable
 	// database error with code Code.
 	EventDBRetry EventKind = "db_retry"
+	// EventQueuePaused and EventQueueResumed: this client saw a queue it
+	// serves paused or resumed (by any process).
+	EventQueuePaused  EventKind = "queue_paused"
+	EventQueueResumed EventKind = "queue_resumed"
+	// EventQueueMaxWorkers: a served queue's worker limit in this process
+	// changed to Count.
+	EventQueueMaxWorkers EventKind = "queue_max_workers"
+	// EventPeriodicDuplicate: a periodic job's tick was already enqueued
+	// (by another process, or before a restart); nothing was inserted.
+	EventPeriodicDuplicate EventKind = "periodic_duplicate"
 )
 
 // Event is one thing a client did, for metrics and tracing. Fields that do

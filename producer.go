@@ -32,7 +32,8 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	// time — a sixth of the client's CPU under load.
 	// Workers are started as the number of running jobs first reaches
 	// each count, so an idle queue with a large MaxWorkers holds few.
-	work := make(chan *JobRow, p.max)
+	// Room for the largest limit a runtime setting may give.
+	work := make(chan *JobRow, maxQueueWorkers)
 	defer close(work)
 	workers := 0
 	running := 0
@@ -51,7 +52,11 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 				drained = true
 			}
 		}
-		free := p.max - running
+		paused, limit := c.queueLimit(p.queue, p.max)
+		free := limit - running
+		if paused {
+			free = 0
+		}
 		if free > 0 && fetchCtx.Err() == nil {
 			began := time.Now()
 			jobs, err := c.exec.JobClaim(fetchCtx, &driver.JobClaimParams{Queue: p.queue, Max: free})
@@ -102,7 +107,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 					}()
 				}
 				c.jobs.Add(1)
-				work <- j // never blocks: at most max jobs are queued or running
+				work <- j // never blocks: at most maxQueueWorkers jobs are queued or running
 			}
 			// A full claim means more may be waiting: claim again as soon as
 			// a slot frees, without waiting for the poll.
@@ -117,7 +122,8 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			}
 		}
 		wait := interval
-		if running >= p.max {
+		if running >= limit || paused {
+			// A finish, a resume or a new limit wakes the producer.
 			wait = c.cfg.PollInterval
 		}
 		timer.Reset(max(wait, time.Millisecond))
@@ -139,6 +145,8 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 func (c *Client) execute(workCtx context.Context, job *JobRow) {
 	ctx, cancel := context.WithCancelCause(workCtx)
 	defer cancel(nil)
+	out := &jobOutput{limit: c.cfg.MaxArgsBytes}
+	ctx = context.WithValue(ctx, outputKey{}, out)
 	c.track(job, cancel)
 	c.emit(Event{Kind: EventJobStarted, Queue: job.Queue, JobKind: job.Kind, Wait: max(job.StartedAt.Sub(job.AvailableAt), 0)})
 	start := time.Now()
@@ -146,7 +154,7 @@ func (c *Client) execute(workCtx context.Context, job *JobRow) {
 	// Untracked before the finish, so a heartbeat racing the finish cannot
 	// take the job's own DONE for a cancellation.
 	c.untrack(job.ID)
-	c.finish(job, err, nextRetry, time.Since(start), context.Cause(ctx))
+	c.finish(job, err, nextRetry, time.Since(start), context.Cause(ctx), out.bytes())
 }
 
 // runWorker decodes the args and calls the worker, turning panics into
@@ -191,13 +199,13 @@ func (c *Client) runWorker(ctx context.Context, job *JobRow) (err error, nextRet
 // finish writes the result, fenced on the claimed attempt, retrying
 // database errors; it is not bound to the client's stop, so a stopping
 // client still records what its jobs did.
-func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration, bool), took time.Duration, cause error) {
+func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration, bool), took time.Duration, cause error, output []byte) {
 	p := &driver.JobFinishParams{ID: job.ID, Attempt: job.Attempts}
 	var snooze *SnoozeError
 	var perm *PermanentError
 	switch {
 	case werr == nil:
-		p.Status = driver.StatusDone
+		p.Status, p.Output = driver.StatusDone, output
 	case errors.As(werr, &snooze):
 		p.Status, p.Snooze, p.RetryAfter = driver.StatusPending, true, snooze.Duration
 	case errors.As(werr, &perm) || job.Attempts >= job.MaxAttempts:
@@ -214,7 +222,7 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 		}
 	}
 	began := time.Now()
-	if p.Status == driver.StatusDone && c.completer != nil {
+	if p.Status == driver.StatusDone && p.Output == nil && c.completer != nil {
 		// DONE goes with the others finishing now, in one transaction,
 		// written after this returns: the job's slot is free at once, as
 		// the work is done, and the batch's commit no longer holds it.

@@ -1,0 +1,31 @@
+package lockstep
+
+import (
+	"testing"
+	"time"
+)
+
+// WaitProducerTurn wakes the queue's producer twice and returns once it
+// has taken both wake-ups: the loop turn that took the first one has
+// then decided whether to claim, after everything that happened before
+// the call. It is how a test sees that a paused or full queue declined to
+// claim, without sleeping.
+func (c *Client) WaitProducerTurn(t testing.TB, queue string) {
+	t.Helper()
+	c.mu.Lock()
+	ch := c.wake[queue]
+	c.mu.Unlock()
+	if ch == nil {
+		t.Fatalf("no producer for queue %q", queue)
+	}
+	for range 2 {
+		ch <- struct{}{} // waits while an earlier wake-up is pending
+		deadline := time.Now().Add(10 * time.Second)
+		for len(ch) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the producer of %q did not take its wake-up", queue)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}

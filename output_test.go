@@ -1,0 +1,90 @@
+package lockstep_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+type resizeArgs struct {
+	Image string `json:"image"`
+	Fail  bool   `json:"fail"`
+}
+
+func (resizeArgs) Kind() string { return "resize" }
+
+// TestOutputAndMetadata: on each database, metadata given at enqueue is
+// kept with the job, and what a worker records with RecordOutput is
+// written with its DONE (not when it fails); a job without output still
+// goes through the batched DONE. Bad output is refused to the worker.
+func TestOutputAndMetadata(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
+		ctx := context.Background()
+		ws := lockstep.NewWorkers()
+		recordErrs := make(chan error, 4)
+		lockstep.AddWorker(ws, lockstep.WorkFunc(func(ctx context.Context, j *lockstep.Job[resizeArgs]) error {
+			if j.Args.Image == "" {
+				return nil // no output
+			}
+			require.NoError(t, lockstep.RecordOutput(ctx, map[string]any{"first": true}))
+			// A later call replaces the earlier one.
+			require.NoError(t, lockstep.RecordOutput(ctx, map[string]any{"thumbnail": j.Args.Image + ".small", "bytes": 1234}))
+			recordErrs <- lockstep.RecordOutput(ctx, func() {})
+			if j.Args.Fail {
+				return lockstep.Permanent(errors.New("no such image"))
+			}
+			return nil
+		}))
+		c := quietClient(t, drv, lockstep.Config{Workers: ws, MaxArgsBytes: 4096})
+		meta := map[string]any{"requested_by": "alice", "trace": "abc123"}
+		withOut, err := c.Enqueue(ctx, resizeArgs{Image: "cat.png"}, &lockstep.EnqueueOpts{Metadata: meta})
+		require.NoError(t, err)
+		failing, err := c.Enqueue(ctx, resizeArgs{Image: "gone.png", Fail: true}, nil)
+		require.NoError(t, err)
+		plain, err := c.Enqueue(ctx, resizeArgs{}, nil)
+		require.NoError(t, err)
+		_, err = c.Enqueue(ctx, resizeArgs{}, &lockstep.EnqueueOpts{Metadata: strings.Repeat("m", 5000)})
+		requireInvalid(t, err, "metadata is 5002 bytes; the limit is 4096")
+
+		require.NoError(t, c.Start(ctx))
+		t.Cleanup(func() { _ = c.Stop(context.Background()) })
+		final := func(id int64) *lockstep.JobRow {
+			var j *lockstep.JobRow
+			eventually(t, 10*time.Second, "the job to finish", func() bool {
+				var err error
+				j, err = c.Job(ctx, id)
+				require.NoError(t, err)
+				return j.Status == lockstep.StatusDone || j.Status == lockstep.StatusFailed
+			})
+			return j
+		}
+		j := final(withOut)
+		require.Equal(t, lockstep.StatusDone, j.Status)
+		require.JSONEq(t, `{"thumbnail":"cat.png.small","bytes":1234}`, string(j.Output))
+		require.JSONEq(t, `{"requested_by":"alice","trace":"abc123"}`, string(j.Metadata))
+		j = final(failing)
+		require.Equal(t, lockstep.StatusFailed, j.Status)
+		require.Nil(t, j.Output)
+		require.Nil(t, j.Metadata)
+		j = final(plain)
+		require.Equal(t, lockstep.StatusDone, j.Status)
+		require.Nil(t, j.Output)
+		for range 2 {
+			err := <-recordErrs
+			require.ErrorContains(t, err, "record output: json: unsupported type: func()")
+		}
+
+		err = lockstep.RecordOutput(ctx, "x")
+		require.ErrorIs(t, err, lockstep.ErrNoJobContext)
+		var raw json.RawMessage = j.Args
+		require.JSONEq(t, `{"image":"","fail":false}`, string(raw))
+	})
+}

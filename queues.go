@@ -1,0 +1,167 @@
+package lockstep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver"
+)
+
+// QueueSettings are a queue's shared settings, persisted in the database:
+// every process serving the queue follows them.
+type QueueSettings = driver.QueueSettings
+
+// maxQueueWorkers bounds a queue's workers in one process, configured or
+// set at runtime.
+const maxQueueWorkers = 10000
+
+// queueSettings is the snapshot of every queue's settings a client last
+// read; producers consult it before each claim.
+type queueSettings map[string]QueueSettings
+
+// PauseQueue pauses a queue in every process: each stops claiming its jobs
+// within Config.QueueSettingsInterval (default 500ms) — this client at
+// once. Jobs already running finish; enqueues are still accepted. Pausing
+// a paused queue keeps its first pause time.
+func (c *Client) PauseQueue(ctx context.Context, queue string) error {
+	return c.setQueue(ctx, "pause queue", queue, func(ctx context.Context) error {
+		return c.exec.QueuePause(ctx, queue, true)
+	})
+}
+
+// ResumeQueue undoes PauseQueue.
+func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
+	return c.setQueue(ctx, "resume queue", queue, func(ctx context.Context) error {
+		return c.exec.QueuePause(ctx, queue, false)
+	})
+}
+
+// SetQueueMaxWorkers caps how many of the queue's jobs each process runs
+// at once, overriding QueueConfig.MaxWorkers while it is set (raising it
+// too, up to 10000); n = 0 clears the cap. Running jobs are not stopped: a
+// lower cap takes effect as they finish.
+func (c *Client) SetQueueMaxWorkers(ctx context.Context, queue string, n int) error {
+	if n < 0 || n > maxQueueWorkers {
+		return fmt.Errorf("set queue max workers: %w: max workers must be between 0 (clear) and %d, got %d", ErrInvalidJob, maxQueueWorkers, n)
+	}
+	return c.setQueue(ctx, "set queue max workers", queue, func(ctx context.Context) error {
+		return c.exec.QueueSetMaxWorkers(ctx, queue, n)
+	})
+}
+
+// ListQueueSettings returns the settings of every queue that has any.
+func (c *Client) ListQueueSettings(ctx context.Context) ([]QueueSettings, error) {
+	s, err := c.exec.QueueSettings(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queue settings: %w", err)
+	}
+	return s, nil
+}
+
+func (c *Client) setQueue(ctx context.Context, op, queue string, fn func(ctx context.Context) error) error {
+	if err := validName("queue", queue); err != nil {
+		return fmt.Errorf("%s: %w", op, invalidJob(err))
+	}
+	// Each is one upsert that sets an absolute value: safe to repeat.
+	if err := c.retryDBIdempotent(ctx, op, fn); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if started {
+		if err := c.refreshQueueSettings(ctx); err != nil {
+			c.logger.Warn("lockstep: queue settings not re-read; the next poll will", "err", err)
+		}
+	}
+	return nil
+}
+
+// queueLimit is whether the queue is paused and how many of its jobs this
+// process may run, by the last settings read.
+func (c *Client) queueLimit(queue string, configured int) (paused bool, limit int) {
+	return limitOf(c.loadSettings(), queue, configured)
+}
+
+func (c *Client) loadSettings() queueSettings {
+	if p := c.settings.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// refreshQueueSettings reads every queue's settings, swaps the snapshot,
+// and wakes the producers of queues that resumed or may run more.
+func (c *Client) refreshQueueSettings(ctx context.Context) error {
+	list, err := c.exec.QueueSettings(ctx)
+	if err != nil {
+		return err
+	}
+	next := make(queueSettings, len(list))
+	for _, s := range list {
+		next[s.Queue] = s
+	}
+	c.settingsMu.Lock()
+	defer c.settingsMu.Unlock()
+	prev := c.loadSettings()
+	c.settings.Store(&next)
+	for name, qc := range c.cfg.Queues {
+		wasPaused, wasLimit := limitOf(prev, name, qc.MaxWorkers)
+		paused, limit := limitOf(next, name, qc.MaxWorkers)
+		switch {
+		case paused && !wasPaused:
+			c.logger.Info("lockstep: queue paused", "queue", name)
+			c.emit(Event{Kind: EventQueuePaused, Queue: name})
+		case !paused && wasPaused:
+			c.logger.Info("lockstep: queue resumed", "queue", name)
+			c.emit(Event{Kind: EventQueueResumed, Queue: name})
+			c.wakeQueue(name)
+		}
+		if limit != wasLimit {
+			c.logger.Info("lockstep: queue max workers changed", "queue", name, "max_workers", limit)
+			c.emit(Event{Kind: EventQueueMaxWorkers, Queue: name, Count: limit})
+			c.wakeQueue(name)
+		}
+	}
+	return nil
+}
+
+func limitOf(s queueSettings, queue string, configured int) (bool, int) {
+	q, ok := s[queue]
+	if !ok {
+		return false, configured
+	}
+	if q.MaxWorkers > 0 {
+		configured = min(q.MaxWorkers, maxQueueWorkers)
+	}
+	return !q.Paused.IsZero(), configured
+}
+
+// settingsLoop re-reads the queue settings every QueueSettingsInterval, so
+// a pause or a new cap set by any process reaches this one within it.
+func (c *Client) settingsLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.QueueSettingsInterval)
+	defer t.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := c.refreshQueueSettings(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// The last settings read stay in force while the database is
+			// away.
+			failures++
+			if failures == 1 || failures%100 == 0 {
+				c.logger.Warn("lockstep: reading queue settings failed", "failed", failures, "err", err)
+			}
+			continue
+		}
+		failures = 0
+	}
+}
