@@ -117,9 +117,11 @@ func (mysqlDialect) load(ctx context.Context, db *sql.DB, d Distribution) error 
 			run = fmt.Sprintf("(n - 1) DIV %d + 1", d.RunSize)
 		}
 		const past = "UTC_TIMESTAMP(6) - INTERVAL 1 HOUR"
-		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at)
+		// Every job is unique by its own key, held while PENDING or
+		// RUNNING, so the unique index is as full as the live jobs.
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at, unique_key, unique_states)
 SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, IF(st = 'PENDING', 0, 1), 25,
-  IF(st = 'PENDING', NULL, %[3]s), IF(st = 'PENDING', NULL, %[3]s), IF(st IN ('PENDING', 'RUNNING'), NULL, %[3]s), '[]', %[3]s
+  IF(st = 'PENDING', NULL, %[3]s), IF(st = 'PENDING', NULL, %[3]s), IF(st IN ('PENDING', 'RUNNING'), NULL, %[3]s), '[]', %[3]s, LOWER(LPAD(HEX(n), 64, '0')), 3
 FROM (SELECT n, %[4]s AS st FROM %[5]s WHERE n <= %[6]d) s`, run, queue, past, d.Status, numbers(d.Jobs), d.Jobs))
 	}
 	stmts = append(stmts, "ANALYZE TABLE lockstep_jobs, lockstep_runs")

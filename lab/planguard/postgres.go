@@ -123,9 +123,11 @@ func (postgresDialect) load(ctx context.Context, db *sql.DB, d Distribution) err
 			run = fmt.Sprintf("(n - 1) / %d + 1", d.RunSize)
 		}
 		const past = "now() - interval '1 hour'"
-		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at)
+		// Every job is unique by its own key, held while PENDING or
+		// RUNNING, so the unique index is as full as the live jobs.
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at, unique_key, unique_states)
 SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, CASE WHEN st = 'PENDING' THEN 0 ELSE 1 END, 25,
-  CASE WHEN st <> 'PENDING' THEN %[3]s END, CASE WHEN st <> 'PENDING' THEN %[3]s END, CASE WHEN st NOT IN ('PENDING', 'RUNNING') THEN %[3]s END, '[]', %[3]s
+  CASE WHEN st <> 'PENDING' THEN %[3]s END, CASE WHEN st <> 'PENDING' THEN %[3]s END, CASE WHEN st NOT IN ('PENDING', 'RUNNING') THEN %[3]s END, '[]', %[3]s, lpad(to_hex(n), 64, '0'), 3
 FROM (SELECT n, %[4]s AS st FROM generate_series(1, %[5]d) AS g(n)) s`, run, queue, past, d.Status, d.Jobs))
 	}
 	// Explicit ids do not advance the identity sequences; later inserts

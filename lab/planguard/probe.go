@@ -34,6 +34,7 @@ type probe struct {
 	runningAtt int64
 	staleID    int64 // a job in a final status
 	failedID   int64 // the first FAILED job
+	uniqueKey  string
 }
 
 // discover reads the probe values with plain, non-locking reads.
@@ -89,6 +90,11 @@ func discover(ctx context.Context, db *sql.DB, d dialect) (*probe, error) {
 	if err := one("SELECT id FROM lockstep_jobs WHERE status = 'FAILED' ORDER BY id LIMIT 1", &p.failedID); err != nil {
 		return nil, fmt.Errorf("discover failed: %w", err)
 	}
+	var key sql.NullString
+	if err := one("SELECT unique_key FROM lockstep_jobs WHERE status IN ('PENDING', 'RUNNING') AND unique_key IS NOT NULL ORDER BY id LIMIT 1", &key); err != nil {
+		return nil, fmt.Errorf("discover unique key: %w", err)
+	}
+	p.uniqueKey = key.String
 	return p, nil
 }
 
@@ -202,7 +208,14 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 		return withRow(id, skip, id)
 	case "job.finish_done":
 		id, skip := target(first(p.running), "RUNNING")
-		return withRow(id, skip, id, p.runningAtt)
+		return withRow(id, skip, `{"planguard":true}`, id, p.runningAtt)
+	case "job.id_by_unique_key":
+		// A key some live job holds: MariaDB reads a unique-index value
+		// as a constant first, and a missing one leaves no plan to check.
+		if p.uniqueKey == "" {
+			return "", nil, "no job holds a unique key in the data", nil
+		}
+		return plain(p.uniqueKey)
 	case "job.finish_failed":
 		id, skip := target(first(p.running), "RUNNING")
 		return withRow(id, skip, "planguard", hist, id, p.runningAtt)
