@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/lockview"
 	"github.com/lockstep-queue/lockstep/locktest"
+	"github.com/lockstep-queue/lockstep/lockview"
 )
 
 // op is one unit of the queue's work, as the client issues it.
