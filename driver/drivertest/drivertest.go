@@ -33,6 +33,7 @@ func Run(t *testing.T, newDriver Factory) {
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newDriver) })
 	t.Run("CompleteMany", func(t *testing.T) { testCompleteMany(t, newDriver) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, newDriver) })
+	t.Run("Features", func(t *testing.T) { testFeatures(t, newDriver) })
 	t.Run("Client", func(t *testing.T) { testClient(t, newDriver) })
 	t.Run("ThreeClients", func(t *testing.T) { testThreeClients(t, newDriver) })
 	t.Run("Notify", func(t *testing.T) { testNotify(t, newDriver) })
