@@ -92,6 +92,15 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (
 // returns their ids in input order. All jobs of one call share one RunID
 // (or none).
 func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]int64, error) {
+	res, err := c.insert(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return resultIDs(res), nil
+}
+
+// insert validates and inserts jobs on the client's own pool.
+func (c *Client) insert(ctx context.Context, params []EnqueueParams) ([]InsertResult, error) {
 	rows, runID, err := c.prepareInsert(params)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
@@ -102,7 +111,7 @@ func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]int
 	}
 	c.wakeFor(rows, res)
 	c.emitEnqueued(rows, res)
-	return resultIDs(res), nil
+	return res, nil
 }
 
 // emitEnqueued reports one EventEnqueued per inserted job (not for a
@@ -132,26 +141,26 @@ func (c *Client) EnqueueTx(ctx context.Context, tx any, args JobArgs, opts *Enqu
 
 // EnqueueManyTx is EnqueueMany inside the caller's transaction.
 func (c *Client) EnqueueManyTx(ctx context.Context, tx any, params []EnqueueParams) ([]int64, error) {
-	rows, runID, err := c.prepareInsert(params)
+	res, err := c.insertTx(ctx, tx, params)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
-	}
-	res, err := c.insertRowsTx(ctx, tx, runID, rows)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, err
 	}
 	return resultIDs(res), nil
 }
 
-// insertRowsTx inserts prepared jobs inside the caller's transaction.
-func (c *Client) insertRowsTx(ctx context.Context, tx any, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
+// insertTx validates and inserts jobs inside the caller's transaction.
+func (c *Client) insertTx(ctx context.Context, tx any, params []EnqueueParams) ([]InsertResult, error) {
+	rows, runID, err := c.prepareInsert(params)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
 	ex, err := c.drv.UnwrapTx(tx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	res, err := c.insertRows(ctx, ex, false, runID, rows)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	// The jobs are invisible until the caller commits; the poll finds them.
 	c.emitEnqueued(rows, res)

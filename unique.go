@@ -119,29 +119,19 @@ type InsertResult struct {
 
 // Insert is Enqueue, saying whether a unique job was a duplicate.
 func (c *Client) Insert(ctx context.Context, args JobArgs, opts *EnqueueOpts) (*InsertResult, error) {
-	rows, runID, err := c.prepareInsert([]EnqueueParams{{Args: args, Opts: opts}})
+	res, err := c.insert(ctx, []EnqueueParams{{Args: args, Opts: opts}})
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, err
 	}
-	res, err := c.insertRows(ctx, c.exec, true, runID, rows)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
-	}
-	c.wakeFor(rows, res)
-	c.emitEnqueued(rows, res)
 	return &res[0], nil
 }
 
 // InsertTx is EnqueueTx, saying whether a unique job was a duplicate. A
 // duplicate found inside tx is final for tx: the holder committed first.
 func (c *Client) InsertTx(ctx context.Context, tx any, args JobArgs, opts *EnqueueOpts) (*InsertResult, error) {
-	rows, runID, err := c.prepareInsert([]EnqueueParams{{Args: args, Opts: opts}})
+	res, err := c.insertTx(ctx, tx, []EnqueueParams{{Args: args, Opts: opts}})
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
-	}
-	res, err := c.insertRowsTx(ctx, tx, runID, rows)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, err
 	}
 	return &res[0], nil
 }
