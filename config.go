@@ -147,8 +147,8 @@ func (c Config) withDefaults() (Config, error) {
 		if err := validName("queue", name); err != nil {
 			return c, err
 		}
-		if q.MaxWorkers < 1 || q.MaxWorkers > 10000 {
-			return c, fmt.Errorf("config: queue %q: MaxWorkers must be between 1 and 10000, got %d", name, q.MaxWorkers)
+		if q.MaxWorkers < 1 || q.MaxWorkers > MaxQueueWorkers {
+			return c, fmt.Errorf("config: queue %q: MaxWorkers must be between 1 and %d, got %d", name, MaxQueueWorkers, q.MaxWorkers)
 		}
 	}
 	def := func(d *time.Duration, v time.Duration, name string) error {

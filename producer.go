@@ -33,7 +33,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	// Workers are started as the number of running jobs first reaches
 	// each count, so an idle queue with a large MaxWorkers holds few.
 	// Room for the largest limit a runtime setting may give.
-	work := make(chan *JobRow, maxQueueWorkers)
+	work := make(chan *JobRow, MaxQueueWorkers)
 	defer close(work)
 	workers := 0
 	running := 0
@@ -107,7 +107,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 					}()
 				}
 				c.jobs.Add(1)
-				work <- j // never blocks: at most maxQueueWorkers jobs are queued or running
+				work <- j // never blocks: at most MaxQueueWorkers jobs are queued or running
 			}
 			// A full claim means more may be waiting: claim again as soon as
 			// a slot frees, without waiting for the poll.

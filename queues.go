@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,9 +13,14 @@ import (
 // every process serving the queue follows them.
 type QueueSettings = driver.QueueSettings
 
-// maxQueueWorkers bounds a queue's workers in one process, configured or
+// MaxQueueWorkers bounds a queue's workers in one process, configured or
 // set at runtime.
-const maxQueueWorkers = 10000
+const MaxQueueWorkers = 10000
+
+// ErrInvalidQueueSetting classifies a queue setting refused before it
+// reached the database: an empty, too long or control-character queue
+// name, or max workers out of range.
+var ErrInvalidQueueSetting = errors.New("invalid queue setting")
 
 // queueSettings is the snapshot of every queue's settings a client last
 // read; producers consult it before each claim.
@@ -42,8 +48,8 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
 // too, up to 10000); n = 0 clears the cap. Running jobs are not stopped: a
 // lower cap takes effect as they finish.
 func (c *Client) SetQueueMaxWorkers(ctx context.Context, queue string, n int) error {
-	if n < 0 || n > maxQueueWorkers {
-		return fmt.Errorf("set queue max workers: %w: max workers must be between 0 (clear) and %d, got %d", ErrInvalidJob, maxQueueWorkers, n)
+	if n < 0 || n > MaxQueueWorkers {
+		return fmt.Errorf("set queue max workers: %w: max workers must be between 0 (clear) and %d, got %d", ErrInvalidQueueSetting, MaxQueueWorkers, n)
 	}
 	return c.setQueue(ctx, "set queue max workers", queue, func(ctx context.Context) error {
 		return c.exec.QueueSetMaxWorkers(ctx, queue, n)
@@ -61,7 +67,7 @@ func (c *Client) ListQueueSettings(ctx context.Context) ([]QueueSettings, error)
 
 func (c *Client) setQueue(ctx context.Context, op, queue string, fn func(ctx context.Context) error) error {
 	if err := validName("queue", queue); err != nil {
-		return fmt.Errorf("%s: %w", op, invalidJob(err))
+		return fmt.Errorf("%s: %w: %w", op, ErrInvalidQueueSetting, err)
 	}
 	// Each is one upsert that sets an absolute value: safe to repeat.
 	if err := c.retryDBIdempotent(ctx, op, fn); err != nil {
@@ -133,7 +139,7 @@ func limitOf(s queueSettings, queue string, configured int) (bool, int) {
 		return false, configured
 	}
 	if q.MaxWorkers > 0 {
-		configured = min(q.MaxWorkers, maxQueueWorkers)
+		configured = min(q.MaxWorkers, MaxQueueWorkers)
 	}
 	return !q.Paused.IsZero(), configured
 }

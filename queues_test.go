@@ -169,9 +169,11 @@ func TestQueueMaxWorkers(t *testing.T) {
 			require.Equal(t, 0, settings[0].MaxWorkers)
 
 			err = admin.SetQueueMaxWorkers(ctx, "q", 10001)
-			requireInvalid(t, err, "max workers must be between 0 (clear) and 10000, got 10001")
+			require.ErrorIs(t, err, lockstep.ErrInvalidQueueSetting)
+			require.ErrorContains(t, err, "max workers must be between 0 (clear) and 10000, got 10001")
 			err = admin.PauseQueue(ctx, "")
-			requireInvalid(t, err, "queue name is empty")
+			require.ErrorIs(t, err, lockstep.ErrInvalidQueueSetting)
+			require.ErrorContains(t, err, "queue name is empty")
 			once.Do(func() { close(release) })
 		})
 	}

@@ -4,8 +4,8 @@
 // client's bounded read API (newest-first pages, counts that stop at a
 // limit), so it stays fast on a table of millions of jobs.
 //
-// Mutating actions (cancel a run, cancel a job, retry a failed job) are
-// POST only and need a CSRF token; with Config.Token set, every request
+// Mutating actions (cancel a run, cancel a job, retry a failed job; pause
+// or resume a queue, set its max workers) are POST only and need a CSRF token; with Config.Token set, every request
 // needs the token as a bearer header or a session cookie from /login.
 //
 // The dashboard outlives database outages: every request's database work
@@ -223,6 +223,9 @@ func (s *Server) routes() http.Handler {
 
 	mux.HandleFunc("GET /{$}", s.handleQueues)
 	mux.HandleFunc("GET /queues/table", s.handleQueuesTable)
+	mux.HandleFunc("POST /queues/pause", s.handlePauseQueue)
+	mux.HandleFunc("POST /queues/resume", s.handleResumeQueue)
+	mux.HandleFunc("POST /queues/max-workers", s.handleQueueMaxWorkers)
 	mux.HandleFunc("GET /runs", s.handleRuns)
 	mux.HandleFunc("GET /runs/{id}", s.handleRun)
 	mux.HandleFunc("POST /runs/{id}/cancel", s.handleCancelRun)

@@ -152,6 +152,7 @@ func (f *outageFixture) requireUnavailable(t *testing.T, b *browser, atLeast, bo
 	}
 	reqs = append(reqs,
 		request{path: f.cancelPath, method: http.MethodPost, form: url.Values{"csrf": {f.csrf}, "next": {"/jobs"}}},
+		request{path: "/queues/pause", method: http.MethodPost, form: url.Values{"csrf": {f.csrf}, "queue": {"idle"}}},
 		request{path: "/healthz", method: http.MethodGet},
 		request{path: "/static/dashboard.css", method: http.MethodGet})
 
@@ -258,6 +259,7 @@ func TestDashboardDatabaseOutage(t *testing.T) {
 			j, err := client.Job(ctx, f.lonely)
 			require.NoError(t, err)
 			require.Equal(t, lockstep.StatusPending, j.Status, "the cancel during the outage did not happen")
+			require.True(t, queueSettings(t, client, "idle").Paused.IsZero(), "nor the pause")
 
 			// A quick restart, right after the pools' last use: pgx
 			// reuses a connection idle for under a second unchecked.

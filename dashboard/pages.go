@@ -72,6 +72,8 @@ func parseStatus(v string) (lockstep.JobStatus, bool) {
 type queueCell struct {
 	Queue, Status, Class string
 	Count                lockstep.BoundedCount
+	// Unknown: the queue's jobs were not read (see withSettings).
+	Unknown bool
 }
 
 type queueRow struct {
@@ -82,6 +84,8 @@ type queueRow struct {
 	Failed lockstep.BoundedCount
 	Rate   float64
 	Capped bool // the rate is a lower bound
+	// Settings are the queue's shared settings; zero when it has none.
+	Settings lockstep.QueueSettings
 }
 
 type queuesTable struct {
@@ -98,11 +102,16 @@ type queuesTable struct {
 	// MaxQueues is set when the read stopped at Config.MaxQueues: there
 	// may be more queues than the table shows.
 	MaxQueues int
+	// CSRF is for the rows' forms; Note reports what an action did.
+	CSRF, Note string
+	// WorkersLimit is the highest max workers a queue may be given.
+	WorkersLimit int
 }
 
 type queuesData struct {
 	base
-	Table queuesTable
+	Table   queuesTable
+	Message string
 }
 
 // sample reads every queue's stats and records a throughput sample.
@@ -143,22 +152,15 @@ func queueRate(st *lockstep.QueueStats, def time.Duration) (float64, bool) {
 	return float64(d.N+f.N) / win.Seconds(), d.Capped || f.Capped
 }
 
-// queuesTable reads the queues table; a failed read leaves its rows empty
-// and its Error set, and is returned too.
+// queuesTable reads the queues table; a failed read sets its Error (the
+// rows it would have filled stay empty) and is returned too.
 func (s *Server) queuesTable(r *http.Request) (queuesTable, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	t := queuesTable{Window: s.cfg.Window, CountLimit: s.cfg.CountLimit, Now: time.Now()}
+	t := queuesTable{Window: s.cfg.Window, CountLimit: s.cfg.CountLimit, Now: time.Now(),
+		CSRF: info(r).csrfToken, WorkersLimit: lockstep.MaxQueueWorkers}
 	stats, err := s.sample(ctx)
-	switch {
-	case err == nil:
-	case s.unavailable(err):
-		s.dbDown(err)
-		t.Error, t.Unavailable = s.unavailableMessage(r, "reading queue stats", err), true
-	default:
-		s.logger.Error("dashboard: queue stats", "err", redact(err.Error()))
-		t.Error = "reading queue stats: " + redact(err.Error())
-	}
+	t.readFailed(s, r, "reading queue stats", err)
 	if len(stats) >= s.cfg.MaxQueues {
 		t.MaxQueues = s.cfg.MaxQueues
 	}
@@ -180,8 +182,27 @@ func (s *Server) queuesTable(r *http.Request) (queuesTable, error) {
 		t.Capped = t.Capped || row.Capped
 		t.Rows = append(t.Rows, row)
 	}
+	if err == nil {
+		// Not after failed stats: a database that did not answer them
+		// has used up the request's time already.
+		err = s.withSettings(ctx, &t)
+		t.readFailed(s, r, "reading queue settings", err)
+	}
 	t.Chart = s.tput.chart(s.cfg.Samples)
 	return t, err
+}
+
+// readFailed records a failed read of the table in Error.
+func (t *queuesTable) readFailed(s *Server, r *http.Request, what string, err error) {
+	switch {
+	case err == nil:
+	case s.unavailable(err):
+		s.dbDown(err)
+		t.Error, t.Unavailable = s.unavailableMessage(r, what, err), true
+	default:
+		s.logger.Error("dashboard: "+what, "err", redact(err.Error()))
+		t.Error = what + ": " + redact(err.Error())
+	}
 }
 
 // handleQueues is the queues page. While the database is unavailable it
@@ -194,7 +215,8 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", fmt.Sprint(outageRefresh))
 	}
-	s.render(w, r, status, "queues.html", "layout", queuesData{base: s.base(r, "Queues", "queues"), Table: t})
+	s.render(w, r, status, "queues.html", "layout", queuesData{base: s.base(r, "Queues", "queues"), Table: t,
+		Message: queueMessages[r.URL.Query().Get("done")]})
 }
 
 // handleQueuesTable is the queues table alone, which the page reloads
@@ -202,9 +224,9 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 // message (htmx leaves the table as it was, and the page shows the
 // message until a reload succeeds).
 func (s *Server) handleQueuesTable(w http.ResponseWriter, r *http.Request) {
-	t, err := s.queuesTable(r)
+	t, _ := s.queuesTable(r)
 	if t.Unavailable {
-		s.renderUnavailable(w, r, s.unavailableMessage(r, "reading queue stats", err))
+		s.renderUnavailable(w, r, t.Error)
 		return
 	}
 	s.render(w, r, http.StatusOK, "partials.html", "queues-table", t)
@@ -481,10 +503,12 @@ type jobData struct {
 	Job       jobRow
 	Args      string
 	Truncated bool
-	Errors    []lockstep.AttemptError
-	Waited    string // available → started
-	Ran       string // started → finished
-	Message   string
+	// Metadata and Output are shown when the job has them.
+	Metadata, Output *jsonBlock
+	Errors           []lockstep.AttemptError
+	Waited           string // available → started
+	Ran              string // started → finished
+	Message          string
 }
 
 // actionMessages are the outcomes a redirect after an action reports by
@@ -514,6 +538,7 @@ func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 	d := jobData{base: b, Job: newJobRow(j, b.CSRF, "/jobs/"+strconv.FormatInt(id, 10)), Errors: j.Errors,
 		Message: actionMessages[r.URL.Query().Get("done")]}
 	d.Args, d.Truncated = prettyJSON(j.Args, argsLimit)
+	d.Metadata, d.Output = newJSONBlock(j.Metadata), newJSONBlock(j.Output)
 	if !j.StartedAt.IsZero() && !j.AvailableAt.IsZero() && j.StartedAt.After(j.AvailableAt) {
 		d.Waited = fmtDur(j.StartedAt.Sub(j.AvailableAt))
 	}

@@ -246,6 +246,22 @@ func prettyJSON(raw []byte, limit int) (string, bool) {
 	return text, false
 }
 
+// jsonBlock is a job's metadata or output as the job page shows it.
+type jsonBlock struct {
+	Text      string
+	Truncated bool
+}
+
+// newJSONBlock is nil when the job has no such value.
+func newJSONBlock(raw []byte) *jsonBlock {
+	if raw == nil {
+		return nil
+	}
+	b := &jsonBlock{}
+	b.Text, b.Truncated = prettyJSON(raw, argsLimit)
+	return b
+}
+
 // unescapeHTMLInJSON undoes json.HTMLEscape inside the strings of valid
 // JSON, walking escapes pairwise so that an escaped backslash followed by
 // "u003c" stays as it is.

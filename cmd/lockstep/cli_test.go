@@ -651,7 +651,7 @@ func TestCLIWorkDemoKinds(t *testing.T) {
 func TestCLIHelpListsCommands(t *testing.T) {
 	code, out, errOut := runCLI(t, "--help")
 	require.Equal(t, 0, code, errOut)
-	for _, cmd := range []string{"enqueue", "runs", "jobs", "cancel", "retry", "stats", "work"} {
+	for _, cmd := range []string{"enqueue", "runs", "jobs", "cancel", "retry", "stats", "queues", "work"} {
 		require.Regexp(t, `(?m)^\s+`+cmd+`\s`, out)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,15 +20,27 @@ import (
 const maxArgsInput = 16 << 20
 
 type enqueueOptions struct {
-	argsFile    string
-	queue       string
-	priority    int
-	maxAttempts int
-	at          string
-	in          time.Duration
-	runID       int64
-	newRun      string
-	asJSON      bool
+	argsFile     string
+	queue        string
+	priority     int
+	maxAttempts  int
+	at           string
+	in           time.Duration
+	runID        int64
+	newRun       string
+	asJSON       bool
+	metadata     string
+	unique       bool
+	uniqueKey    string
+	uniqueQueue  bool
+	uniquePeriod time.Duration
+}
+
+// enqueueOut is `enqueue --json`: the job, and whether it was a duplicate
+// of a unique job (then it is the job that holds the key).
+type enqueueOut struct {
+	jobOut
+	Duplicate bool `json:"duplicate"`
 }
 
 func newEnqueueCmd(c *cli) *cobra.Command {
@@ -41,10 +54,18 @@ with --json, the whole job.
 
 A job runs at once unless --at (an RFC 3339 time) or --in (a delay such as
 10m) holds it back. --run adds it to an existing run; --new-run creates a
-run holding it.`,
+run holding it. --metadata attaches a JSON value (who enqueued it, a trace
+id), shown by 'jobs show' and the dashboard.
+
+--unique enqueues the job only if no PENDING or RUNNING job of the same
+kind has the same args (or, with --unique-key, the same key; with
+--unique-by-queue, in the same queue; with --unique-period, in the same
+period). A duplicate is not an error: the id of the job that holds the key
+is printed, and a note on standard error says nothing was enqueued.`,
 		Example: `  lockstep enqueue exec '{"image":"a.png"}'
   lockstep enqueue send_email --queue mail --in 10m '{"to":"a@example.com"}'
-  generate-args | lockstep enqueue report --args-file - --new-run nightly`,
+  generate-args | lockstep enqueue report --args-file - --new-run nightly
+  lockstep enqueue sync --unique-key customer-42 --metadata '{"by":"cron"}'`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			params, err := o.params(cmd, args, cmd.InOrStdin())
@@ -53,31 +74,32 @@ run holding it.`,
 			}
 			return c.withQueueClient(cmd.Context(), func(client *lockstep.Client) error {
 				ctx := cmd.Context()
-				var id int64
-				if o.newRun != "" {
-					_, ids, err := client.CreateRun(ctx, o.newRun, params)
-					if err != nil {
-						return err
-					}
-					id = ids[0]
-				} else if id, err = client.Enqueue(ctx, params.Args, params.Opts); err != nil {
-					if errors.Is(err, lockstep.ErrNotFound) {
-						return fmt.Errorf("enqueue: run %d not found", o.runID)
-					}
-					if errors.Is(err, lockstep.ErrRunCancelled) {
-						return fmt.Errorf("enqueue: run %d is cancelled; its jobs cannot be added to", o.runID)
-					}
+				res, emptyRun, err := o.insert(ctx, client, params)
+				if err != nil {
 					return err
+				}
+				note := ""
+				if emptyRun != 0 {
+					note = fmt.Sprintf(" (run %d was created empty)", emptyRun)
+				}
+				if res.Duplicate && res.ID == 0 {
+					// The holder left its unique statuses between the
+					// insert and the read: nothing to point at, and the
+					// key is free again.
+					return fmt.Errorf("enqueue: a job with the same unique key existed but has just left PENDING/RUNNING; nothing was enqueued%s, try again", note)
+				}
+				if res.Duplicate {
+					fmt.Fprintf(c.stderr, "duplicate: job %d holds the same unique key; nothing was enqueued%s\n", res.ID, note)
 				}
 				if !o.asJSON {
-					_, err := fmt.Fprintln(c.stdout, id)
+					_, err := fmt.Fprintln(c.stdout, res.ID)
 					return err
 				}
-				job, err := client.Job(ctx, id)
+				job, err := client.Job(ctx, res.ID)
 				if err != nil {
-					return fmt.Errorf("read job %d back: %w", id, err)
+					return fmt.Errorf("read job %d back: %w", res.ID, err)
 				}
-				return outJSON(c.stdout, toJobOut(job))
+				return outJSON(c.stdout, enqueueOut{jobOut: toJobOut(job), Duplicate: res.Duplicate})
 			})
 		},
 	}
@@ -91,7 +113,50 @@ run holding it.`,
 	f.Int64Var(&o.runID, "run", 0, "add the job to this existing run")
 	f.StringVar(&o.newRun, "new-run", "", "create a run with this name holding the job")
 	f.BoolVar(&o.asJSON, "json", false, "print the job as JSON instead of its id")
+	f.StringVar(&o.metadata, "metadata", "", "attach this JSON value to the job, e.g. '{\"by\":\"cron\"}'")
+	f.BoolVar(&o.unique, "unique", false, "enqueue only if no PENDING or RUNNING job of this kind has the same args")
+	f.StringVar(&o.uniqueKey, "unique-key", "", "like --unique, comparing this key instead of the args")
+	f.BoolVar(&o.uniqueQueue, "unique-by-queue", false, "like --unique, only among jobs of the same queue")
+	f.DurationVar(&o.uniquePeriod, "unique-period", 0, "like --unique, only among jobs of the same period of this length (by --at/--in, else now), e.g. 1h")
 	return cmd
+}
+
+// insert adds the job, into a new run with --new-run, and says whether it
+// was a duplicate; emptyRun is the new run a duplicate left without jobs.
+func (o *enqueueOptions) insert(ctx context.Context, client *lockstep.Client, params lockstep.EnqueueParams) (res *lockstep.InsertResult, emptyRun int64, err error) {
+	if o.newRun == "" {
+		res, err := client.Insert(ctx, params.Args, params.Opts)
+		switch {
+		case errors.Is(err, lockstep.ErrNotFound):
+			return nil, 0, fmt.Errorf("enqueue: run %d not found", o.runID)
+		case errors.Is(err, lockstep.ErrRunCancelled):
+			return nil, 0, fmt.Errorf("enqueue: run %d is cancelled; its jobs cannot be added to", o.runID)
+		case err != nil:
+			return nil, 0, err
+		}
+		return res, 0, nil
+	}
+	run, ids, err := client.CreateRun(ctx, o.newRun, params)
+	if err != nil {
+		return nil, 0, err
+	}
+	res = &lockstep.InsertResult{ID: ids[0]}
+	if params.Opts.Unique == nil {
+		return res, 0, nil
+	}
+	// CreateRun does not say: a duplicate is a job of another run (or of
+	// none), or 0 when its holder has just left.
+	if res.ID != 0 {
+		job, err := client.Job(ctx, res.ID)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read job %d back: %w", res.ID, err)
+		}
+		if job.RunID == run.ID {
+			return res, 0, nil
+		}
+	}
+	res.Duplicate = true
+	return res, run.ID, nil
 }
 
 // params checks the command line and builds the job, before any database
@@ -133,7 +198,59 @@ func (o *enqueueOptions) params(cmd *cobra.Command, args []string, stdin io.Read
 		opts.ScheduledAt = at
 	}
 	opts.Delay = o.in
+	if changed("metadata") {
+		meta, err := parseJSONFlag("--metadata", o.metadata)
+		if err != nil {
+			return lockstep.EnqueueParams{}, err
+		}
+		opts.Metadata = meta
+	}
+	unique, err := o.uniqueOpts(changed)
+	if err != nil {
+		return lockstep.EnqueueParams{}, err
+	}
+	opts.Unique = unique
 	return lockstep.EnqueueParams{Args: lockstep.RawArgs{KindName: kind, JSON: raw}, Opts: opts}, nil
+}
+
+// uniqueOpts builds the unique options: any --unique* flag makes the
+// enqueue unique.
+func (o *enqueueOptions) uniqueOpts(changed func(string) bool) (*lockstep.UniqueOpts, error) {
+	switch {
+	case changed("unique-key") && strings.TrimSpace(o.uniqueKey) == "":
+		return nil, errors.New("--unique-key must not be empty; use --unique to compare the args")
+	case o.uniquePeriod < 0:
+		return nil, fmt.Errorf("--unique-period must not be negative, got %s", o.uniquePeriod)
+	case changed("unique") && !o.unique && (changed("unique-key") || o.uniqueQueue || changed("unique-period")):
+		return nil, errors.New("--unique=false contradicts the other --unique-* flags")
+	}
+	if !o.unique && !changed("unique-key") && !o.uniqueQueue && !changed("unique-period") {
+		return nil, nil
+	}
+	return &lockstep.UniqueOpts{Key: o.uniqueKey, ByQueue: o.uniqueQueue, ByPeriod: o.uniquePeriod}, nil
+}
+
+// parseJSONFlag checks that a flag's value is one JSON value.
+func parseJSONFlag(flag, s string) (json.RawMessage, error) {
+	raw := []byte(s)
+	if err := checkJSON(raw); err != nil {
+		return nil, fmt.Errorf("%s is not valid JSON: %w", flag, err)
+	}
+	return json.RawMessage(raw), nil
+}
+
+// checkJSON reports why raw is not one JSON value, with the byte offset
+// of a syntax error.
+func checkJSON(raw []byte) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("%v (at byte %d)", err, se.Offset)
+		}
+		return err
+	}
+	return nil
 }
 
 // argsJSON reads and checks the args.
@@ -166,13 +283,8 @@ func (o *enqueueOptions) argsJSON(args []string, stdin io.Reader) (json.RawMessa
 			return nil, fmt.Errorf("--args-file: %s is larger than %d bytes", from, maxArgsInput)
 		}
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("args from %s are not valid JSON: %v (at byte %d)", from, err, se.Offset)
-		}
-		return nil, fmt.Errorf("args from %s are not valid JSON: %v", from, err)
+	if err := checkJSON(raw); err != nil {
+		return nil, fmt.Errorf("args from %s are not valid JSON: %w", from, err)
 	}
 	return json.RawMessage(raw), nil
 }

@@ -38,7 +38,8 @@ func newJobsCmd(c *cli) *cobra.Command {
 		Use:   "jobs",
 		Short: "List jobs newest first, or show one (jobs show ID)",
 		Long: `List jobs newest first, optionally filtered by run, status, queue and kind;
-'jobs show ID' shows every field of one job, its args and its error history.
+'jobs show ID' shows every field of one job, its args, metadata, output and
+error history.
 
 A page examines at most --scan job ids, so a filter that matches few jobs
 never scans the whole table: such a page may hold fewer than --limit jobs
@@ -104,7 +105,7 @@ func newJobsShowCmd(c *cli) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show every field of a job, its args and its error history",
+		Short: "Show every field of a job: args, metadata, output, unique key, error history",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseIDArg("job", args[0])

@@ -17,16 +17,18 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.Regexp(t, `(?m)^VERSION\s+NAME\s+STATE\s+APPLIED_AT$`, out)
 	require.Regexp(t, `(?m)^0001\s+init\s+pending\s+-$`, out)
 	require.Regexp(t, `(?m)^0002\s+queue_status\s+pending\s+-$`, out)
+	require.Regexp(t, `(?m)^0003\s+job_features\s+pending\s+-$`, out)
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "up")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "applied  0001_init")
 	require.Contains(t, out, "applied  0002_queue_status")
-	require.Contains(t, out, "schema is at version 2")
+	require.Contains(t, out, "applied  0003_job_features")
+	require.Contains(t, out, "schema is at version 3")
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "up")
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "schema is up to date (version 2)")
+	require.Contains(t, out, "schema is up to date (version 3)")
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "status")
 	require.Equal(t, 0, code, errOut)
@@ -38,14 +40,20 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	var st []statusJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
-	require.Len(t, st, 2)
+	require.Len(t, st, 3)
 	require.Equal(t, 1, st[0].Version)
 	require.Equal(t, "init", st[0].Name)
 	require.True(t, st[0].Applied)
 	require.Equal(t, 2, st[1].Version)
 	require.True(t, st[1].Applied)
+	require.Equal(t, 3, st[2].Version)
+	require.True(t, st[2].Applied)
 
 	// down reverts one migration at a time, newest first.
+	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "reverted 0003_job_features")
+	require.Contains(t, out, "schema is at version 2")
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "reverted 0002_queue_status")
@@ -61,6 +69,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.False(t, st[0].Applied)
 	require.Nil(t, st[0].AppliedAt)
 	require.False(t, st[1].Applied)
+	require.False(t, st[2].Applied)
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down", "--steps", "3")
 	require.Equal(t, 0, code, errOut)

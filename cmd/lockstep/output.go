@@ -192,16 +192,26 @@ type jobOut struct {
 	FinishedAt  *time.Time              `json:"finished_at"`
 	LastError   string                  `json:"last_error,omitempty"`
 	Errors      []lockstep.AttemptError `json:"errors"`
+	UniqueKey   string                  `json:"unique_key,omitempty"`
+	Metadata    json.RawMessage         `json:"metadata,omitempty"`
+	Output      json.RawMessage         `json:"output,omitempty"`
+}
+
+// rawJSONOut makes stored JSON safe to embed in JSON output: nil stays
+// nil (omitted), and text that is not JSON (never expected) becomes a
+// string rather than failing the whole listing.
+func rawJSONOut(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
 }
 
 func toJobOut(j *lockstep.JobRow) jobOut {
-	args := j.Args
+	args := rawJSONOut(j.Args)
 	if len(args) == 0 {
 		args = json.RawMessage("null")
-	} else if !json.Valid(args) {
-		// Never expected; shown rather than failing the whole listing.
-		b, _ := json.Marshal(string(args))
-		args = b
 	}
 	errs := j.Errors
 	if errs == nil {
@@ -213,6 +223,7 @@ func toJobOut(j *lockstep.JobRow) jobOut {
 		AvailableAt: outTimePtr(j.AvailableAt), CreatedAt: outTimePtr(j.CreatedAt),
 		StartedAt: outTimePtr(j.StartedAt), HeartbeatAt: outTimePtr(j.HeartbeatAt),
 		FinishedAt: outTimePtr(j.FinishedAt), LastError: j.LastError, Errors: errs,
+		UniqueKey: j.UniqueKey, Metadata: rawJSONOut(j.Metadata), Output: rawJSONOut(j.Output),
 	}
 }
 
@@ -285,19 +296,23 @@ func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
 		{"finished", outTime(j.FinishedAt)},
 		{"last error", outCell(j.LastError, 100)},
 	}
+	if j.UniqueKey != "" {
+		rows = append(rows, [2]string{"unique key", outSafe(j.UniqueKey, false)})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "args:")
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, j.Args, "  ", "  "); err != nil {
-		pretty.Reset()
-		pretty.Write(j.Args)
+	writeJSONBlock(w, "args", j.Args)
+	// Nil is absent and left out; a recorded JSON null still shows.
+	if j.Metadata != nil {
+		writeJSONBlock(w, "metadata", j.Metadata)
 	}
-	fmt.Fprintf(w, "  %s\n", outSafe(pretty.String(), true))
+	if j.Output != nil {
+		writeJSONBlock(w, "output", j.Output)
+	}
 	if len(j.Errors) == 0 {
 		fmt.Fprintln(w, "errors: none")
 		return nil
@@ -310,6 +325,18 @@ func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
 		}
 	}
 	return nil
+}
+
+// writeJSONBlock writes "label:" and the JSON indented under it, made
+// safe for a terminal; text that is not JSON is shown as it is.
+func writeJSONBlock(w io.Writer, label string, raw []byte) {
+	fmt.Fprintf(w, "%s:\n", label)
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, raw, "  ", "  "); err != nil {
+		pretty.Reset()
+		pretty.Write(raw)
+	}
+	fmt.Fprintf(w, "  %s\n", outSafe(pretty.String(), true))
 }
 
 // runRowOut is a run in JSON, without its counts.

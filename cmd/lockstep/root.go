@@ -44,6 +44,7 @@ Run it:
   lockstep work --exec resize=./resize.sh               run workers (args on stdin)
   lockstep serve                                        dashboard on 127.0.0.1:8080
   lockstep stats | runs | jobs | cancel | retry         look and act
+  lockstep queues pause | resume | max-workers NAME     control a queue
 
 Databases are named with --dsn or $LOCKSTEP_DSN:
   mysql://user:pass@host:3306/db      (also mariadb://)
@@ -94,6 +95,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCancelCmd(c),
 		newRetryCmd(c),
 		newStatsCmd(c),
+		newQueuesCmd(c),
 		newWorkCmd(c),
 		newServeCmd(c),
 	)

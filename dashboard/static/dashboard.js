@@ -31,3 +31,12 @@ document.addEventListener("htmx:afterRequest", function (e) {
   box.textContent = "";
   delete box.dataset.path;
 });
+// The queues table reloads every 2 seconds, which would wipe a max
+// workers field while it is being typed into: skip the reload then.
+document.addEventListener("htmx:beforeRequest", function (e) {
+  var elt = e.detail && e.detail.elt;
+  // Only the table's own reload: a form's post comes from the form.
+  if (!elt || elt.id !== "queues") return;
+  var active = document.activeElement;
+  if (active && active.tagName === "INPUT" && elt.contains(active)) e.preventDefault();
+});
