@@ -121,6 +121,8 @@ type Metrics struct {
 	queueJobs  *prometheus.GaugeVec
 	queueCap   *prometheus.GaugeVec
 	oldest     *prometheus.GaugeVec
+	paused     *prometheus.GaugeVec
+	maxWorkers *prometheus.GaugeVec
 
 	reapedPending prometheus.Counter
 	reapedFailed  prometheus.Counter
@@ -211,6 +213,8 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		queueCap: gauge("queue_jobs_capped", "1 when lockstep_queue_jobs of the same labels reached the sample's count limit and is a lower bound.",
 			"queue", "status"),
 		oldest: gauge("queue_oldest_available_seconds", "Age of the oldest available PENDING job, as last sampled; 0 when none is available.", "queue"),
+		paused: gauge("queue_paused", "1 while a queue this process serves is paused (PauseQueue, by any process), 0 once resumed; absent until its first pause.", "queue"),
+		maxWorkers: gauge("queue_max_workers", "A served queue's worker limit in this process after a runtime change (SetQueueMaxWorkers); absent until the first change.", "queue"),
 
 		queues:   map[string]*queueChildren{},
 		pairs:    map[pairKey]*pairChildren{},
@@ -222,7 +226,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	cs := []prometheus.Collector{
 		m.enqueued, m.claimed, m.finished, m.retries, m.snoozes, m.reaped, m.cancelled,
 		m.claimBatch, m.claimDur, m.finishDur, m.runDur, m.wait, m.dbRetries,
-		m.queueJobs, m.queueCap, m.oldest,
+		m.queueJobs, m.queueCap, m.oldest, m.paused, m.maxWorkers,
 	}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -291,6 +295,12 @@ func (m *Metrics) Observe(e lockstep.Event) {
 		}
 	case lockstep.EventDBRetry:
 		m.dbRetry(e.Op, e.Code).Inc()
+	case lockstep.EventQueuePaused:
+		m.paused.WithLabelValues(m.queue(e.Queue).label).Set(1)
+	case lockstep.EventQueueResumed:
+		m.paused.WithLabelValues(m.queue(e.Queue).label).Set(0)
+	case lockstep.EventQueueMaxWorkers:
+		m.maxWorkers.WithLabelValues(m.queue(e.Queue).label).Set(float64(e.Count))
 	}
 }
 

@@ -89,6 +89,10 @@ func TestObserve(t *testing.T) {
 		{Kind: lockstep.EventDBRetry, Op: "enqueue", Code: ""},
 		// Not a code: must not reach a label.
 		{Kind: lockstep.EventDBRetry, Op: "enqueue", Code: "dial tcp user:hunter2@db"},
+		{Kind: lockstep.EventQueuePaused, Queue: "q"},
+		{Kind: lockstep.EventQueuePaused, Queue: "r"},
+		{Kind: lockstep.EventQueueResumed, Queue: "r"},
+		{Kind: lockstep.EventQueueMaxWorkers, Queue: "q", Count: 3},
 	} {
 		m.Observe(e)
 	}
@@ -119,6 +123,9 @@ func TestObserve(t *testing.T) {
 		"lockstep_db_retries_total{code=40001,op=finish}":               2,
 		"lockstep_db_retries_total{code=none,op=enqueue}":               1,
 		"lockstep_db_retries_total{code=_other,op=enqueue}":             1,
+		"lockstep_queue_paused{queue=q}":                                1,
+		"lockstep_queue_paused{queue=r}":                                0,
+		"lockstep_queue_max_workers{queue=q}":                           3,
 	}
 	for k, v := range want {
 		require.Contains(t, g, k)
