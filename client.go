@@ -31,8 +31,9 @@ type Client struct {
 	running  map[int64]*runningJob
 	wake     map[string]chan struct{} // per served queue: in-process enqueue wake-up
 
-	// settings is the last queue-settings snapshot; settingsMu orders
-	// its refreshes, so events follow the order of the reads.
+	// settings is the last queue-settings snapshot; settingsMu makes each
+	// refresh's read and swap one step, so a newer read is never replaced
+	// by an older one.
 	settings   atomic.Pointer[queueSettings]
 	periodic   []periodicEntry
 	settingsMu sync.Mutex

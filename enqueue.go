@@ -322,6 +322,9 @@ func (c *Client) encodeSmallJSON(what string, v any) ([]byte, error) {
 	if len(b) > c.cfg.MaxArgsBytes {
 		return nil, fmt.Errorf("%s is %d bytes; the limit is %d", what, len(b), c.cfg.MaxArgsBytes)
 	}
+	if hasNUL(b) {
+		return nil, fmt.Errorf("%s %w", what, errNUL)
+	}
 	return b, nil
 }
 

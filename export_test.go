@@ -29,3 +29,12 @@ func (c *Client) WaitProducerTurn(t testing.TB, queue string) {
 		}
 	}
 }
+
+// NextTick is the tick of a periodic job after t, as its schedule gives it.
+func NextTick(p PeriodicJob, t time.Time) (time.Time, error) {
+	s, err := p.parseSchedule()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return s.Next(t), nil
+}

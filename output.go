@@ -38,10 +38,36 @@ func RecordOutput(ctx context.Context, v any) error {
 	if len(b) > out.limit {
 		return fmt.Errorf("record output: %d bytes; the limit is %d", len(b), out.limit)
 	}
+	if hasNUL(b) {
+		// Refused here, where the worker can react, rather than by the
+		// finish, which would leave the job to be reaped and run again.
+		return fmt.Errorf("record output: %w", errNUL)
+	}
 	out.mu.Lock()
 	out.b = b
 	out.mu.Unlock()
 	return nil
+}
+
+// errNUL: PostgreSQL's jsonb cannot store U+0000, so no database gets it.
+var errNUL = errors.New(`contains the character U+0000 ("\u0000"), which PostgreSQL's jsonb cannot store`)
+
+// hasNUL reports whether encoded JSON holds an escaped U+0000 (an odd run
+// of backslashes before "u0000"; an even run is an escaped backslash).
+func hasNUL(b []byte) bool {
+	for i := 0; i+6 <= len(b); i++ {
+		if string(b[i:i+6]) != `\u0000` {
+			continue
+		}
+		n := 0
+		for j := i; j >= 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *jobOutput) bytes() []byte {

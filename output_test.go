@@ -29,7 +29,7 @@ func TestOutputAndMetadata(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		ws := lockstep.NewWorkers()
-		recordErrs := make(chan error, 4)
+		recordErrs := make(chan error, 8)
 		lockstep.AddWorker(ws, lockstep.WorkFunc(func(ctx context.Context, j *lockstep.Job[resizeArgs]) error {
 			if j.Args.Image == "" {
 				return nil // no output
@@ -38,6 +38,9 @@ func TestOutputAndMetadata(t *testing.T) {
 			// A later call replaces the earlier one.
 			require.NoError(t, lockstep.RecordOutput(ctx, map[string]any{"thumbnail": j.Args.Image + ".small", "bytes": 1234}))
 			recordErrs <- lockstep.RecordOutput(ctx, func() {})
+			recordErrs <- lockstep.RecordOutput(ctx, "a\x00b")
+			// An escaped backslash before "u0000" is not a U+0000.
+			require.NoError(t, lockstep.RecordOutput(ctx, map[string]any{"thumbnail": j.Args.Image + ".small", "bytes": 1234, "path": `C:\u0000`}))
 			if j.Args.Fail {
 				return lockstep.Permanent(errors.New("no such image"))
 			}
@@ -53,6 +56,8 @@ func TestOutputAndMetadata(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.Enqueue(ctx, resizeArgs{}, &lockstep.EnqueueOpts{Metadata: strings.Repeat("m", 5000)})
 		requireInvalid(t, err, "metadata is 5002 bytes; the limit is 4096")
+		_, err = c.Enqueue(ctx, resizeArgs{}, &lockstep.EnqueueOpts{Metadata: "nul\x00"})
+		requireInvalid(t, err, "metadata contains the character U+0000")
 
 		require.NoError(t, c.Start(ctx))
 		t.Cleanup(func() { _ = c.Stop(context.Background()) })
@@ -68,7 +73,7 @@ func TestOutputAndMetadata(t *testing.T) {
 		}
 		j := final(withOut)
 		require.Equal(t, lockstep.StatusDone, j.Status)
-		require.JSONEq(t, `{"thumbnail":"cat.png.small","bytes":1234}`, string(j.Output))
+		require.JSONEq(t, `{"thumbnail":"cat.png.small","bytes":1234,"path":"C:\\u0000"}`, string(j.Output))
 		require.JSONEq(t, `{"requested_by":"alice","trace":"abc123"}`, string(j.Metadata))
 		j = final(failing)
 		require.Equal(t, lockstep.StatusFailed, j.Status)
@@ -78,8 +83,8 @@ func TestOutputAndMetadata(t *testing.T) {
 		require.Equal(t, lockstep.StatusDone, j.Status)
 		require.Nil(t, j.Output)
 		for range 2 {
-			err := <-recordErrs
-			require.ErrorContains(t, err, "record output: json: unsupported type: func()")
+			require.ErrorContains(t, <-recordErrs, "record output: json: unsupported type: func()")
+			require.ErrorContains(t, <-recordErrs, "record output: contains the character U+0000")
 		}
 
 		err = lockstep.RecordOutput(ctx, "x")

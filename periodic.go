@@ -16,8 +16,9 @@ type PeriodicJob struct {
 	// them; renaming a schedule starts it afresh.
 	Name string
 	// Cron is a standard five-field cron expression (minute first), in UTC
-	// unless it starts with CRON_TZ=<zone>, or a descriptor such as
-	// @hourly, @daily or @every 90s.
+	// unless it starts with CRON_TZ=<zone> — never the process's own time
+	// zone, so that every process computes the same ticks — or a
+	// descriptor such as @hourly or @daily. @every 90s is an Interval.
 	Cron string
 	// Interval, instead of Cron: a tick at every multiple of Interval since
 	// the Unix epoch, the same instants in every process.
@@ -36,11 +37,21 @@ type PeriodicJob struct {
 	CatchUp time.Duration
 }
 
+// periodicLateness is how late a tick may be and still be enqueued by a
+// running process; older ones count as missed.
+const periodicLateness = time.Second
+
 // maxCatchUpTicks bounds what one start replays.
 const maxCatchUpTicks = 1000
 
 // schedule is the next tick strictly after t.
 type schedule interface{ Next(t time.Time) time.Time }
+
+// utcSchedule evaluates a cron schedule in UTC (or its own CRON_TZ): robfig
+// uses the zone of the time it is given.
+type utcSchedule struct{ s cron.Schedule }
+
+func (u utcSchedule) Next(t time.Time) time.Time { return u.s.Next(t.UTC()) }
 
 type intervalSchedule time.Duration
 
@@ -76,7 +87,16 @@ func (p *PeriodicJob) parseSchedule() (schedule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("periodic job %q: cron %q: %w", p.Name, p.Cron, err)
 		}
-		return s, nil
+		if every, ok := s.(cron.ConstantDelaySchedule); ok {
+			// robfig counts @every from the time it is asked, so each
+			// process would have its own ticks; align them to the epoch.
+			return intervalSchedule(every.Delay), nil
+		}
+		utc := utcSchedule{s}
+		if utc.Next(time.Now()).IsZero() {
+			return nil, fmt.Errorf("periodic job %q: cron %q never fires", p.Name, p.Cron)
+		}
+		return utc, nil
 	case p.Interval >= time.Millisecond:
 		return intervalSchedule(p.Interval), nil
 	case p.Interval != 0:
@@ -131,15 +151,26 @@ func (c *Client) enqueueTick(ctx context.Context, e *periodicEntry, tick time.Ti
 	return res, nil
 }
 
-// catchUp enqueues the ticks of the last CatchUp before now.
+// catchUp enqueues the ticks of the last CatchUp before now: the newest
+// maxCatchUpTicks of them, oldest first.
 func (c *Client) catchUp(ctx context.Context, e *periodicEntry, now time.Time) error {
 	if e.job.CatchUp <= 0 {
 		return nil
 	}
+	from := now.Add(-e.job.CatchUp)
+	if iv, ok := e.sched.(intervalSchedule); ok {
+		// Start near the end rather than walk millions of short ticks.
+		from = maxTime(from, now.Add(-time.Duration(iv)*maxCatchUpTicks))
+	}
+	var ticks []time.Time
+	for t := e.sched.Next(from); !t.IsZero() && !t.After(now); t = e.sched.Next(t) {
+		if len(ticks) == maxCatchUpTicks {
+			ticks = append(ticks[:0], ticks[1:]...)
+		}
+		ticks = append(ticks, t)
+	}
 	var errs []error
-	n := 0
-	for t := e.sched.Next(now.Add(-e.job.CatchUp)); !t.After(now) && n < maxCatchUpTicks; t = e.sched.Next(t) {
-		n++
+	for _, t := range ticks {
 		if _, err := c.enqueueTick(ctx, e, t); err != nil {
 			errs = append(errs, err)
 		}
@@ -147,9 +178,21 @@ func (c *Client) catchUp(ctx context.Context, e *periodicEntry, now time.Time) e
 	return errors.Join(errs...)
 }
 
-// periodicLoop enqueues each tick after from as its time comes.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// periodicLoop enqueues each tick after from as its time comes. Ticks
+// that pass while the process cannot run (suspended, or an insert that
+// took longer than an interval) are skipped, as during downtime.
 func (c *Client) periodicLoop(ctx context.Context, e *periodicEntry, from time.Time) {
 	next := e.sched.Next(from)
+	if next.IsZero() {
+		return // a cron expression with no future time
+	}
 	timer := time.NewTimer(time.Until(next))
 	defer timer.Stop()
 	for {
@@ -164,8 +207,12 @@ func (c *Client) periodicLoop(ctx context.Context, e *periodicEntry, from time.T
 			c.logger.Error("lockstep: periodic job not enqueued", "name", e.job.Name, "err", err)
 		}
 		next = e.sched.Next(next)
+		if late := time.Now().Add(-periodicLateness); !next.IsZero() && next.Before(late) {
+			c.logger.Warn("lockstep: periodic job fell behind; skipping the ticks it missed", "name", e.job.Name, "from", next)
+			next = e.sched.Next(late)
+		}
 		if next.IsZero() {
-			return // a cron expression with no future time
+			return
 		}
 		timer.Reset(time.Until(next))
 	}

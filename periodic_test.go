@@ -139,3 +139,35 @@ func TestPeriodicConfig(t *testing.T) {
 	}})
 	require.ErrorContains(t, err, `periodic job "x" is declared twice`)
 }
+
+// TestPeriodicScheduleIsTheSameEverywhere: a tick does not depend on the
+// process's time zone or start time — cron in UTC (unless CRON_TZ says
+// otherwise), @every aligned to the epoch — or every process would have
+// its own ticks, and its own jobs.
+func TestPeriodicScheduleIsTheSameEverywhere(t *testing.T) {
+	india := time.FixedZone("IST", 5*3600+1800)
+	at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		cron string
+		want time.Time
+	}{
+		{"0 9 * * *", time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)},
+		{"CRON_TZ=Asia/Kolkata 0 14 * * *", time.Date(2026, 11, 30, 8, 30, 0, 0, time.UTC)},
+		{"@hourly", time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)},
+	} {
+		for _, from := range []time.Time{at, at.In(india)} {
+			got, err := lockstep.NextTick(lockstep.PeriodicJob{Name: "x", Args: tickArgs{}, Cron: tc.cron}, from)
+			require.NoError(t, err)
+			require.True(t, tc.want.Equal(got), "%s from %s: got %s, want %s", tc.cron, from, got.UTC(), tc.want)
+		}
+	}
+	every := lockstep.PeriodicJob{Name: "x", Args: tickArgs{}, Cron: "@every 90s"}
+	for _, from := range []time.Time{at.Add(7 * time.Second), at.Add(41 * time.Second)} {
+		got, err := lockstep.NextTick(every, from)
+		require.NoError(t, err)
+		require.Zero(t, got.UnixNano()%int64(90*time.Second), "@every 90s from %s gave %s", from, got)
+		require.True(t, got.After(from) && !got.After(from.Add(90*time.Second)))
+	}
+	_, err := lockstep.NextTick(lockstep.PeriodicJob{Name: "x", Args: tickArgs{}, Cron: "0 0 30 2 *"}, at)
+	require.ErrorContains(t, err, `cron "0 0 30 2 *" never fires`)
+}

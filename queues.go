@@ -98,23 +98,30 @@ func (c *Client) loadSettings() queueSettings {
 }
 
 // refreshQueueSettings reads every queue's settings, swaps the snapshot,
-// and wakes the producers of queues that resumed or may run more.
+// and wakes the producers of queues that resumed or may run more. The read
+// and the swap happen under settingsMu, so an older read can never replace
+// a newer one; events are reported after it is released, so an OnEvent
+// that changes a setting does not wait for itself.
 func (c *Client) refreshQueueSettings(ctx context.Context) error {
+	c.settingsMu.Lock()
 	list, err := c.exec.QueueSettings(ctx)
 	if err != nil {
+		c.settingsMu.Unlock()
 		return err
 	}
 	next := make(queueSettings, len(list))
 	for _, s := range list {
 		next[s.Queue] = s
 	}
-	c.settingsMu.Lock()
-	defer c.settingsMu.Unlock()
 	prev := c.loadSettings()
 	c.settings.Store(&next)
+	c.settingsMu.Unlock()
 	for name, qc := range c.cfg.Queues {
 		wasPaused, wasLimit := limitOf(prev, name, qc.MaxWorkers)
 		paused, limit := limitOf(next, name, qc.MaxWorkers)
+		if nowPaused, nowLimit := limitOf(c.loadSettings(), name, qc.MaxWorkers); nowPaused != paused || nowLimit != limit {
+			continue // a newer refresh swapped in since, and reports its own change
+		}
 		switch {
 		case paused && !wasPaused:
 			c.logger.Info("lockstep: queue paused", "queue", name)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -137,61 +138,93 @@ func (c *Client) InsertTx(ctx context.Context, tx any, args JobArgs, opts *Enque
 }
 
 // insertRows inserts prepared jobs through ex: the plain ones in batches,
-// each unique one alone (its insert may find a duplicate instead). retry
-// is true on the client's own pool, where a deadlock victim or a busy
+// then each unique one alone (its insert may find a duplicate instead), in
+// descending key order. Inside one transaction each insert keeps its key
+// locked until commit, so two transactions taking keys in opposite orders
+// would deadlock; and one order is not enough on MariaDB, where an insert
+// that waits for a holder also asks for the gap before the holder's
+// record, which in an ascending index is where the holder's next larger
+// key goes. The unique index is descending there, and keys go in its
+// order: the next key a transaction inserts lies after the record others
+// wait on, never in the gap they ask for. retry is true on the client's own pool: there a
+// call with several jobs, some unique, runs in one transaction of its own
+// (all or nothing, like a plain batch), and a deadlock victim or a busy
 // database is retried; a caller's transaction is the caller's to retry.
 func (c *Client) insertRows(ctx context.Context, ex driver.Executor, retry bool, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
-	do := func(op string, fn func(ctx context.Context) error) error {
-		if retry {
-			return c.retryDB(ctx, op, fn)
+	unique := 0
+	for _, r := range rows {
+		if r.UniqueKey != "" {
+			unique++
 		}
-		return fn(ctx)
 	}
+	if !retry {
+		return c.insertRowsOnce(ctx, ex, runID, rows)
+	}
+	if unique == 0 || len(rows) == 1 {
+		// One statement per batch (or one unique insert): nothing to make
+		// atomic. Repeating a unique insert is harmless: a try that
+		// committed before its connection failed makes the next its
+		// duplicate.
+		var res []InsertResult
+		err := c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
+			var err error
+			res, err = c.insertRowsOnce(ctx, ex, runID, rows)
+			return err
+		})
+		return res, err
+	}
+	var res []InsertResult
+	err := c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
+		tx, err := c.drv.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if res, err = c.insertRowsOnce(ctx, tx, runID, rows); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	return res, err
+}
+
+// insertRowsOnce is insertRows' one try.
+func (c *Client) insertRowsOnce(ctx context.Context, ex driver.Executor, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
 	res := make([]InsertResult, len(rows))
 	var plain []driver.JobInsertParams
-	var at []int
+	var plainAt, uniqueAt []int
 	for i, r := range rows {
 		if r.UniqueKey == "" {
-			plain, at = append(plain, r), append(at, i)
+			plain, plainAt = append(plain, r), append(plainAt, i)
+		} else {
+			uniqueAt = append(uniqueAt, i)
 		}
 	}
 	if len(plain) > 0 {
 		var ids []int64
-		err := do("enqueue", func(ctx context.Context) error {
-			var err error
-			if runID != 0 {
-				ids, err = ex.JobInsertIntoRun(ctx, runID, plain)
-			} else {
-				ids, err = ex.JobInsertMany(ctx, plain)
-			}
-			return err
-		})
+		var err error
+		if runID != 0 {
+			ids, err = ex.JobInsertIntoRun(ctx, runID, plain)
+		} else {
+			ids, err = ex.JobInsertMany(ctx, plain)
+		}
 		if err != nil {
 			return nil, err
 		}
-		for k, i := range at {
+		for k, i := range plainAt {
 			res[i].ID = ids[k]
 		}
 	}
-	for i, r := range rows {
-		if r.UniqueKey == "" {
-			continue
-		}
-		var u driver.UniqueInsertResult
-		// Repeating a unique insert is harmless: a try that committed
-		// before its connection failed makes the next one its duplicate.
-		err := do("enqueue unique", func(ctx context.Context) error {
-			var err error
-			u, err = ex.JobInsertUnique(ctx, runID, r)
-			return err
-		})
+	slices.SortStableFunc(uniqueAt, func(a, b int) int { return strings.Compare(rows[b].UniqueKey, rows[a].UniqueKey) })
+	for _, i := range uniqueAt {
+		u, err := ex.JobInsertUnique(ctx, runID, rows[i])
 		if err != nil {
 			return nil, err
 		}
 		if u.Duplicate && u.ID == 0 {
 			// The caller's snapshot predates the holder: read it from
 			// outside the transaction.
-			if u.ID, err = c.exec.JobIDByUniqueKey(ctx, r.UniqueKey); err != nil {
+			if u.ID, err = c.exec.JobIDByUniqueKey(ctx, rows[i].UniqueKey); err != nil {
 				return nil, err
 			}
 		}

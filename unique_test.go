@@ -338,3 +338,123 @@ func openShared(t *testing.T, n int, open func() (driver.Driver, error)) []drive
 	}
 	return out
 }
+
+// TestUniqueKeysInKeyOrder: two transactions enqueue the same two unique
+// jobs, given in opposite orders. A pauses between its two inserts; B is
+// seen waiting for A's first key — not holding the second, as it would if
+// each took the keys in its own input order, which deadlocks when A goes
+// on. Then A finishes and both commit: two jobs, B's are duplicates.
+func TestUniqueKeysInKeyOrder(t *testing.T) {
+	for _, d := range testDialects {
+		if d.name == "sqlite" {
+			continue // one writer at a time: no interleaving
+		}
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			drv := d.open(t)
+			c := quietClient(t, drv, lockstep.Config{})
+			flavor, err := lockview.Detect(ctx, drv.DB())
+			require.NoError(t, err)
+			uniq := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}}
+			j1 := lockstep.EnqueueParams{Args: uniqArgs{Account: 1}, Opts: uniq}
+			j2 := lockstep.EnqueueParams{Args: uniqArgs{Account: 2}, Opts: uniq}
+
+			paused, resume := make(chan struct{}), make(chan struct{})
+			inserts := 0
+			ctxA := driver.WithStatementTrace(ctx, &driver.StatementTrace{Before: func(_ context.Context, name string) error {
+				if name == "job.insert_unique" {
+					if inserts++; inserts == 2 {
+						close(paused)
+						<-resume
+					}
+				}
+				return nil
+			}})
+			type result struct {
+				ids []int64
+				err error
+			}
+			run := func(ctx context.Context, jobs ...lockstep.EnqueueParams) <-chan result {
+				out := make(chan result, 1)
+				go func() {
+					tx, err := drv.BeginSQL(ctx)
+					if err != nil {
+						out <- result{err: err}
+						return
+					}
+					ids, err := c.EnqueueManyTx(ctx, tx, jobs)
+					if err != nil {
+						_ = tx.Rollback()
+						out <- result{err: err}
+						return
+					}
+					out <- result{ids: ids, err: tx.Commit()}
+				}()
+				return out
+			}
+			doneA := run(ctxA, j1, j2)
+			<-paused
+			doneB := run(ctx, j2, j1)
+			locktest.WaitForLockWait(t, drv.DB(), flavor, 30*time.Second)
+			close(resume)
+			a, b := <-doneA, <-doneB
+			require.NoError(t, a.err)
+			require.NoError(t, b.err)
+			require.Equal(t, []int64{a.ids[1], a.ids[0]}, b.ids)
+			require.Equal(t, 2, countJobs(t, drv, "uniq"))
+		})
+	}
+}
+
+// TestUniqueDuplicateInTxLeavesEnqueuesFree: a transaction that met a
+// duplicate (and on MariaDB keeps a shared lock on the holder's index
+// record and the gap before it until it ends) does not hold up plain
+// enqueues: their index entries go nowhere near that gap.
+func TestUniqueDuplicateInTxLeavesEnqueuesFree(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
+		ctx := context.Background()
+		c := quietClient(t, drv, lockstep.Config{})
+		opts := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{Key: "holder"}}
+		holder, err := c.Insert(ctx, uniqArgs{}, opts)
+		require.NoError(t, err)
+		if drv.Dialect() == "sqlite" {
+			return // one writer: an open transaction holds every enqueue up
+		}
+		tx, err := drv.BeginSQL(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback() }()
+		dup, err := c.InsertTx(ctx, tx, uniqArgs{}, opts)
+		require.NoError(t, err)
+		require.Equal(t, lockstep.InsertResult{ID: holder.ID, Duplicate: true}, *dup)
+		// Waiting here would end in a lock wait timeout or the deadline.
+		bounded, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		for range 3 {
+			_, err := c.Enqueue(bounded, uniqArgs{Account: 9}, nil)
+			require.NoError(t, err)
+		}
+	})
+}
+
+// TestEnqueueManyMixedIsAtomic: a batch of plain and unique jobs on the
+// client's own pool is one transaction: when a unique insert fails, the
+// plain jobs inserted before it are gone too.
+func TestEnqueueManyMixedIsAtomic(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
+		ctx := context.Background()
+		c := quietClient(t, drv, lockstep.Config{})
+		failUnique := driver.WithStatementTrace(ctx, &driver.StatementTrace{Before: func(_ context.Context, name string) error {
+			if name == "job.insert_unique" {
+				return errors.New("injected failure")
+			}
+			return nil
+		}})
+		_, err := c.EnqueueMany(failUnique, []lockstep.EnqueueParams{
+			{Args: uniqArgs{Account: 1}},
+			{Args: uniqArgs{Account: 2}, Opts: &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}}},
+		})
+		require.ErrorContains(t, err, "injected failure")
+		require.Zero(t, countJobs(t, drv, "uniq"))
+	})
+}
