@@ -212,8 +212,8 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		queueJobs:  gauge("queue_jobs", "Jobs in the queue by status, as last sampled; a capped count is a lower bound.", "queue", "status"),
 		queueCap: gauge("queue_jobs_capped", "1 when lockstep_queue_jobs of the same labels reached the sample's count limit and is a lower bound.",
 			"queue", "status"),
-		oldest: gauge("queue_oldest_available_seconds", "Age of the oldest available PENDING job, as last sampled; 0 when none is available.", "queue"),
-		paused: gauge("queue_paused", "1 while a queue this process serves is paused (PauseQueue, by any process), 0 once resumed; absent until its first pause.", "queue"),
+		oldest:     gauge("queue_oldest_available_seconds", "Age of the oldest available PENDING job, as last sampled; 0 when none is available.", "queue"),
+		paused:     gauge("queue_paused", "1 while a queue this process serves is paused (PauseQueue, by any process), 0 once resumed; absent until its first pause.", "queue"),
 		maxWorkers: gauge("queue_max_workers", "A served queue's worker limit in this process after a runtime change (SetQueueMaxWorkers); absent until the first change.", "queue"),
 
 		queues:   map[string]*queueChildren{},
