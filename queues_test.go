@@ -77,6 +77,7 @@ func TestPauseQueue(t *testing.T) {
 				case s := <-events[i]:
 					require.Equal(t, lockstep.EventQueuePaused, s.kind)
 					require.Less(t, s.at.Sub(pausedAt), time.Second, "worker %d saw the pause late", i)
+					t.Logf("worker %d saw the pause %s after PauseQueue was called", i, s.at.Sub(pausedAt).Round(time.Millisecond))
 				case <-time.After(10 * time.Second):
 					t.Fatalf("worker %d never saw the pause", i)
 				}
