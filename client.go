@@ -35,8 +35,8 @@ type Client struct {
 	// refresh's read and swap one step, so a newer read is never replaced
 	// by an older one.
 	settings   atomic.Pointer[queueSettings]
-	periodic   []periodicEntry
 	settingsMu sync.Mutex
+	periodic   []periodicEntry // checked at NewClient
 
 	completer   *completer         // batches DONE results while the client runs
 	fetchCancel context.CancelFunc // stops claiming

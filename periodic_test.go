@@ -36,51 +36,47 @@ func tickTimes(t *testing.T, c *lockstep.Client) []time.Time {
 // tick has exactly one job, and the other processes' attempts were turned
 // away as duplicates.
 func TestPeriodicThreeProcesses(t *testing.T) {
-	for _, d := range sharedDialects {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			drvs := d.open(t, 3)
-			var enqueued, duplicates atomic.Int64
-			pj := []lockstep.PeriodicJob{{Name: "heartbeat-report", Interval: 100 * time.Millisecond, Args: tickArgs{}}}
-			var clients []*lockstep.Client
-			for _, drv := range drvs {
-				c := quietClient(t, drv, lockstep.Config{
-					PeriodicJobs: pj, DisableReaper: true, DisableRetention: true,
-					OnEvent: func(e lockstep.Event) {
-						switch {
-						case e.Kind == lockstep.EventEnqueued && e.JobKind == "tick":
-							enqueued.Add(1)
-						case e.Kind == lockstep.EventPeriodicDuplicate:
-							duplicates.Add(1)
-						}
-					},
-				})
-				require.NoError(t, c.Start(ctx))
-				clients = append(clients, c)
-			}
-			eventually(t, 20*time.Second, "ten ticks", func() bool { return len(tickTimes(t, clients[0])) >= 10 })
-			var wg sync.WaitGroup
-			for _, c := range clients {
-				wg.Go(func() { require.NoError(t, c.Stop(context.Background())) })
-			}
-			wg.Wait()
+	forEachDialectN(t, 3, func(t *testing.T, drvs []driver.Driver) {
+		ctx := context.Background()
+		var enqueued, duplicates atomic.Int64
+		pj := []lockstep.PeriodicJob{{Name: "heartbeat-report", Interval: 100 * time.Millisecond, Args: tickArgs{}}}
+		var clients []*lockstep.Client
+		for _, drv := range drvs {
+			c := quietClient(t, drv, lockstep.Config{
+				PeriodicJobs: pj, DisableReaper: true, DisableRetention: true,
+				OnEvent: func(e lockstep.Event) {
+					switch {
+					case e.Kind == lockstep.EventEnqueued && e.JobKind == "tick":
+						enqueued.Add(1)
+					case e.Kind == lockstep.EventPeriodicDuplicate:
+						duplicates.Add(1)
+					}
+				},
+			})
+			require.NoError(t, c.Start(ctx))
+			clients = append(clients, c)
+		}
+		eventually(t, 20*time.Second, "ten ticks", func() bool { return len(tickTimes(t, clients[0])) >= 10 })
+		var wg sync.WaitGroup
+		for _, c := range clients {
+			wg.Go(func() { require.NoError(t, c.Stop(context.Background())) })
+		}
+		wg.Wait()
 
-			ticks := tickTimes(t, clients[0])
-			seen := map[time.Time]int{}
-			for _, at := range ticks {
-				seen[at.UTC()]++
-				require.Zero(t, at.UnixNano()%int64(100*time.Millisecond), "tick %s is not on the 100ms grid", at)
-			}
-			for at, n := range seen {
-				require.Equal(t, 1, n, "tick %s has %d jobs", at, n)
-			}
-			require.EqualValues(t, len(ticks), enqueued.Load(), "one enqueue per job")
-			// Each tick was tried by the three processes; a process may miss
-			// one only at its start or stop.
-			require.Greater(t, duplicates.Load(), int64(len(ticks)), "the other processes' tries were duplicates")
-		})
-	}
+		ticks := tickTimes(t, clients[0])
+		seen := map[time.Time]int{}
+		for _, at := range ticks {
+			seen[at.UTC()]++
+			require.Zero(t, at.UnixNano()%int64(100*time.Millisecond), "tick %s is not on the 100ms grid", at)
+		}
+		for at, n := range seen {
+			require.Equal(t, 1, n, "tick %s has %d jobs", at, n)
+		}
+		require.EqualValues(t, len(ticks), enqueued.Load(), "one enqueue per job")
+		// Each tick was tried by the three processes; a process may miss
+		// one only at its start or stop.
+		require.Greater(t, duplicates.Load(), int64(len(ticks)), "the other processes' tries were duplicates")
+	})
 }
 
 // TestPeriodicMissedTicks: ticks that passed while no process ran are not

@@ -28,6 +28,17 @@ func (c *Client) CreateRun(ctx context.Context, name string, jobs ...EnqueuePara
 
 // CreateRunWithOpts is CreateRun with options.
 func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOpts, jobs ...EnqueueParams) (*Run, []int64, error) {
+	run, res, err := c.InsertRun(ctx, name, opts, jobs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, resultIDs(res), nil
+}
+
+// InsertRun is CreateRunWithOpts, saying of each job whether it was a
+// duplicate of a unique job (which then belongs to another run, or to
+// none).
+func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs ...EnqueueParams) (*Run, []InsertResult, error) {
 	if name == "" || len(name) > 255 {
 		return nil, nil, fmt.Errorf("create run: %w: name must be 1 to 255 bytes, got %d", ErrInvalidJob, len(name))
 	}
@@ -82,7 +93,7 @@ func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOp
 	}
 	c.wakeFor(rows, res)
 	c.emitEnqueued(rows, res)
-	return run, resultIDs(res), nil
+	return run, res, nil
 }
 
 // CancelRun marks the run CANCELLED and cancels its PENDING and RUNNING

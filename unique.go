@@ -146,35 +146,26 @@ func (c *Client) InsertTx(ctx context.Context, tx any, args JobArgs, opts *Enque
 // record, which in an ascending index is where the holder's next larger
 // key goes. The unique index is descending there, and keys go in its
 // order: the next key a transaction inserts lies after the record others
-// wait on, never in the gap they ask for. retry is true on the client's own pool: there a
-// call with several jobs, some unique, runs in one transaction of its own
-// (all or nothing, like a plain batch), and a deadlock victim or a busy
-// database is retried; a caller's transaction is the caller's to retry.
+// wait on, never in the gap they ask for.
+//
+// retry is true on the client's own pool: there a call with several jobs,
+// some unique, runs in one transaction of its own (all or nothing, like a
+// plain batch), and a deadlock victim or a busy database is retried
+// (repeating a lone unique insert is harmless too: a try that committed
+// before its connection failed makes the next its duplicate). A caller's
+// transaction is the caller's to retry.
 func (c *Client) insertRows(ctx context.Context, ex driver.Executor, retry bool, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
-	unique := 0
-	for _, r := range rows {
-		if r.UniqueKey != "" {
-			unique++
-		}
-	}
 	if !retry {
 		return c.insertRowsOnce(ctx, ex, runID, rows)
 	}
-	if unique == 0 || len(rows) == 1 {
-		// One statement per batch (or one unique insert): nothing to make
-		// atomic. Repeating a unique insert is harmless: a try that
-		// committed before its connection failed makes the next its
-		// duplicate.
-		var res []InsertResult
-		err := c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
+	atomic := len(rows) > 1 && slices.ContainsFunc(rows, func(r driver.JobInsertParams) bool { return r.UniqueKey != "" })
+	var res []InsertResult
+	err := c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
+		if !atomic {
 			var err error
 			res, err = c.insertRowsOnce(ctx, ex, runID, rows)
 			return err
-		})
-		return res, err
-	}
-	var res []InsertResult
-	err := c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
+		}
 		tx, err := c.drv.Begin(ctx)
 		if err != nil {
 			return err
@@ -188,43 +179,62 @@ func (c *Client) insertRows(ctx context.Context, ex driver.Executor, retry bool,
 	return res, err
 }
 
-// insertRowsOnce is insertRows' one try.
+// insertRowsOnce is insertRows' one try. When it makes more than one
+// insert call, ex is a transaction (insertRows sees to it), so only the
+// first call locks the run; the others name it on their rows.
 func (c *Client) insertRowsOnce(ctx context.Context, ex driver.Executor, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
 	res := make([]InsertResult, len(rows))
-	var plain []driver.JobInsertParams
-	var plainAt, uniqueAt []int
+	var uniqueAt []int
 	for i, r := range rows {
-		if r.UniqueKey == "" {
-			plain, plainAt = append(plain, r), append(plainAt, i)
-		} else {
+		if r.UniqueKey != "" {
 			uniqueAt = append(uniqueAt, i)
 		}
 	}
+	plain, plainAt := rows, []int(nil) // all plain: no copy
+	if len(uniqueAt) > 0 {
+		plain = nil
+		for i, r := range rows {
+			if r.UniqueKey == "" {
+				plain, plainAt = append(plain, r), append(plainAt, i)
+			}
+		}
+	}
+	lockRun := runID
 	if len(plain) > 0 {
 		var ids []int64
 		var err error
-		if runID != 0 {
-			ids, err = ex.JobInsertIntoRun(ctx, runID, plain)
+		if lockRun != 0 {
+			ids, err = ex.JobInsertIntoRun(ctx, lockRun, plain)
 		} else {
 			ids, err = ex.JobInsertMany(ctx, plain)
 		}
 		if err != nil {
 			return nil, err
 		}
-		for k, i := range plainAt {
-			res[i].ID = ids[k]
+		for k, id := range ids {
+			i := k
+			if plainAt != nil {
+				i = plainAt[k]
+			}
+			res[i].ID = id
 		}
+		lockRun = 0
 	}
 	slices.SortStableFunc(uniqueAt, func(a, b int) int { return strings.Compare(rows[b].UniqueKey, rows[a].UniqueKey) })
 	for _, i := range uniqueAt {
-		u, err := ex.JobInsertUnique(ctx, runID, rows[i])
+		row := rows[i]
+		if runID != 0 {
+			row.RunID = runID
+		}
+		u, err := ex.JobInsertUnique(ctx, lockRun, row)
 		if err != nil {
 			return nil, err
 		}
+		lockRun = 0
 		if u.Duplicate && u.ID == 0 {
 			// The caller's snapshot predates the holder: read it from
 			// outside the transaction.
-			if u.ID, err = c.exec.JobIDByUniqueKey(ctx, rows[i].UniqueKey); err != nil {
+			if u.ID, err = c.exec.JobIDByUniqueKey(ctx, row.UniqueKey); err != nil {
 				return nil, err
 			}
 		}

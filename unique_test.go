@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,10 +14,6 @@ import (
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/driver/mysql"
-	"github.com/lockstep-queue/lockstep/driver/postgres"
-	"github.com/lockstep-queue/lockstep/driver/sqlite"
-	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/locktest"
 	"github.com/lockstep-queue/lockstep/lockview"
 )
@@ -38,15 +33,15 @@ func quietClient(t *testing.T, drv driver.Driver, cfg lockstep.Config) *lockstep
 	return c
 }
 
-// countJobs counts the jobs of a kind, whatever their status.
-func countJobs(t *testing.T, drv driver.Driver, kind string) int {
+// countJobs counts the jobs whose column (kind, status) has value.
+func countJobs(t *testing.T, drv driver.Driver, column, value string) int {
 	t.Helper()
-	var n int
-	q := "SELECT COUNT(*) FROM lockstep_jobs WHERE kind = ?"
+	q := "SELECT COUNT(*) FROM lockstep_jobs WHERE " + column + " = ?"
 	if drv.Dialect() == "postgres" {
-		q = "SELECT COUNT(*) FROM lockstep_jobs WHERE kind = $1"
+		q = "SELECT COUNT(*) FROM lockstep_jobs WHERE " + column + " = $1"
 	}
-	require.NoError(t, drv.DB().QueryRow(q, kind).Scan(&n))
+	var n int
+	require.NoError(t, drv.DB().QueryRow(q, value).Scan(&n))
 	return n
 }
 
@@ -198,58 +193,54 @@ func TestUniqueRetryConflict(t *testing.T) {
 // once: each key ends with exactly one job, and every caller got its id.
 // TestUniqueInsertWaitsForHolder is the deterministic half.
 func TestUniqueConcurrentInserts(t *testing.T) {
-	for _, d := range sharedDialects {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			drvs := d.open(t, 3)
-			first := drvs[0]
-			var clients []*lockstep.Client
-			for _, drv := range drvs {
-				clients = append(clients, quietClient(t, drv, lockstep.Config{}))
+	forEachDialectN(t, 3, func(t *testing.T, drvs []driver.Driver) {
+		ctx := context.Background()
+		first := drvs[0]
+		var clients []*lockstep.Client
+		for _, drv := range drvs {
+			clients = append(clients, quietClient(t, drv, lockstep.Config{}))
+		}
+		const keys, perClient = 20, 8
+		for k := range keys {
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			results := make(chan lockstep.InsertResult, len(clients)*perClient)
+			errs := make(chan error, len(clients)*perClient)
+			for _, c := range clients {
+				for range perClient {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						r, err := c.Insert(ctx, uniqArgs{Account: k}, &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}})
+						if err != nil {
+							errs <- err
+							return
+						}
+						results <- *r
+					}()
+				}
 			}
-			const keys, perClient = 20, 8
-			for k := range keys {
-				start := make(chan struct{})
-				var wg sync.WaitGroup
-				results := make(chan lockstep.InsertResult, len(clients)*perClient)
-				errs := make(chan error, len(clients)*perClient)
-				for _, c := range clients {
-					for range perClient {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							<-start
-							r, err := c.Insert(ctx, uniqArgs{Account: k}, &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}})
-							if err != nil {
-								errs <- err
-								return
-							}
-							results <- *r
-						}()
-					}
-				}
-				close(start)
-				wg.Wait()
-				close(results)
-				close(errs)
-				for err := range errs {
-					require.NoError(t, err)
-				}
-				var winners int
-				var ids = map[int64]bool{}
-				for r := range results {
-					if !r.Duplicate {
-						winners++
-					}
-					ids[r.ID] = true
-				}
-				require.Equal(t, 1, winners, "key %d", k)
-				require.Len(t, ids, 1, "key %d: every caller gets the one job", k)
+			close(start)
+			wg.Wait()
+			close(results)
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
 			}
-			require.Equal(t, keys, countJobs(t, first, "uniq"))
-		})
-	}
+			var winners int
+			var ids = map[int64]bool{}
+			for r := range results {
+				if !r.Duplicate {
+					winners++
+				}
+				ids[r.ID] = true
+			}
+			require.Equal(t, 1, winners, "key %d", k)
+			require.Len(t, ids, 1, "key %d: every caller gets the one job", k)
+		}
+		require.Equal(t, keys, countJobs(t, first, "kind", "uniq"))
+	})
 }
 
 // TestUniqueInsertWaitsForHolder: a unique insert that meets an
@@ -301,42 +292,6 @@ func TestUniqueInsertWaitsForHolder(t *testing.T) {
 			}
 		})
 	}
-}
-
-// sharedDialects open n drivers (n pools, as n processes have) on one
-// fresh, migrated database.
-var sharedDialects = []struct {
-	name string
-	open func(t *testing.T, n int) []driver.Driver
-}{
-	{"sqlite", func(t *testing.T, n int) []driver.Driver {
-		path := filepath.Join(t.TempDir(), "shared.db")
-		return openShared(t, n, func() (driver.Driver, error) { return sqlite.Open(context.Background(), path) })
-	}},
-	{"mariadb", func(t *testing.T, n int) []driver.Driver {
-		dsn := testdb.MySQL(t)
-		return openShared(t, n, func() (driver.Driver, error) { return mysql.Open(context.Background(), dsn) })
-	}},
-	{"postgres", func(t *testing.T, n int) []driver.Driver {
-		dsn := testdb.Postgres(t)
-		return openShared(t, n, func() (driver.Driver, error) { return postgres.Open(context.Background(), dsn) })
-	}},
-}
-
-func openShared(t *testing.T, n int, open func() (driver.Driver, error)) []driver.Driver {
-	t.Helper()
-	var out []driver.Driver
-	for i := range n {
-		drv, err := open()
-		require.NoError(t, err)
-		if i == 0 {
-			openMigrated(t, drv)
-		} else {
-			t.Cleanup(func() { _ = drv.Close() })
-		}
-		out = append(out, drv)
-	}
-	return out
 }
 
 // TestUniqueKeysInKeyOrder: two transactions enqueue the same two unique
@@ -402,7 +357,7 @@ func TestUniqueKeysInKeyOrder(t *testing.T) {
 			require.NoError(t, a.err)
 			require.NoError(t, b.err)
 			require.Equal(t, []int64{a.ids[1], a.ids[0]}, b.ids)
-			require.Equal(t, 2, countJobs(t, drv, "uniq"))
+			require.Equal(t, 2, countJobs(t, drv, "kind", "uniq"))
 		})
 	}
 }
@@ -455,6 +410,38 @@ func TestEnqueueManyMixedIsAtomic(t *testing.T) {
 			{Args: uniqArgs{Account: 2}, Opts: &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}}},
 		})
 		require.ErrorContains(t, err, "injected failure")
-		require.Zero(t, countJobs(t, drv, "uniq"))
+		require.Zero(t, countJobs(t, drv, "kind", "uniq"))
+	})
+}
+
+// TestUniqueJobsIntoARun: plain and unique jobs enqueued into a run in one
+// call all belong to it (the run is locked once, by the first insert of
+// the call's transaction); a cancelled run refuses them all.
+func TestUniqueJobsIntoARun(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
+		ctx := context.Background()
+		c := quietClient(t, drv, lockstep.Config{})
+		run, _, err := c.CreateRun(ctx, "r")
+		require.NoError(t, err)
+		into := func(o *lockstep.UniqueOpts) *lockstep.EnqueueOpts { return &lockstep.EnqueueOpts{RunID: run.ID, Unique: o} }
+		ids, err := c.EnqueueMany(ctx, []lockstep.EnqueueParams{
+			{Args: uniqArgs{Account: 1}, Opts: into(nil)},
+			{Args: uniqArgs{Account: 2}, Opts: into(&lockstep.UniqueOpts{})},
+			{Args: uniqArgs{Account: 3}, Opts: into(&lockstep.UniqueOpts{})},
+		})
+		require.NoError(t, err)
+		for _, id := range ids {
+			j, err := c.Job(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, run.ID, j.RunID, "job %d", id)
+		}
+		_, err = c.CancelRun(ctx, run.ID)
+		require.NoError(t, err)
+		_, err = c.EnqueueMany(ctx, []lockstep.EnqueueParams{
+			{Args: uniqArgs{Account: 4}, Opts: into(&lockstep.UniqueOpts{})},
+			{Args: uniqArgs{Account: 5}, Opts: into(&lockstep.UniqueOpts{})},
+		})
+		require.ErrorIs(t, err, lockstep.ErrRunCancelled)
+		require.Equal(t, 3, countJobs(t, drv, "kind", "uniq"))
 	})
 }

@@ -136,27 +136,14 @@ func (o *enqueueOptions) insert(ctx context.Context, client *lockstep.Client, pa
 		}
 		return res, 0, nil
 	}
-	run, ids, err := client.CreateRun(ctx, o.newRun, params)
+	run, results, err := client.InsertRun(ctx, o.newRun, nil, params)
 	if err != nil {
 		return nil, 0, err
 	}
-	res = &lockstep.InsertResult{ID: ids[0]}
-	if params.Opts.Unique == nil {
-		return res, 0, nil
+	if res = &results[0]; res.Duplicate {
+		return res, run.ID, nil
 	}
-	// CreateRun does not say: a duplicate is a job of another run (or of
-	// none), or 0 when its holder has just left.
-	if res.ID != 0 {
-		job, err := client.Job(ctx, res.ID)
-		if err != nil {
-			return nil, 0, fmt.Errorf("read job %d back: %w", res.ID, err)
-		}
-		if job.RunID == run.ID {
-			return res, 0, nil
-		}
-	}
-	res.Duplicate = true
-	return res, run.ID, nil
+	return res, 0, nil
 }
 
 // params checks the command line and builds the job, before any database

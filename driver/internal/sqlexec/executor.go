@@ -218,11 +218,7 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.J
 		sqlText = e.cat().BindRows(st, len(jobs))
 		args = make([]any, 0, len(jobs)*8)
 		for _, j := range jobs {
-			var run any
-			if j.RunID != 0 {
-				run = j.RunID
-			}
-			args = append(args, run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata))
+			args = e.rowArgs(args, j)
 		}
 	}
 	if !e.d.InsertReturning {
@@ -250,6 +246,25 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.J
 	// insertion order within one statement, so sorted ids are input order.
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// rowArgs appends one job's values in the column order of job.insert's
+// rows (and the start of job.insert_unique's): run (NULL for none), queue,
+// kind, args, priority, max attempts, time, metadata.
+func (e *Executor) rowArgs(args []any, j lsdriver.JobInsertParams) []any {
+	var run any
+	if j.RunID != 0 {
+		run = j.RunID
+	}
+	return append(args, run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata))
+}
+
+// jsonArg binds optional JSON as text, or NULL when there is none.
+func jsonArg(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
 }
 
 func (e *Executor) queryIDs(ctx context.Context, q Querier, name, sqlText string, args ...any) ([]int64, error) {

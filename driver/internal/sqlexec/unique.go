@@ -8,14 +8,6 @@ import (
 	lsdriver "github.com/lockstep-queue/lockstep/driver"
 )
 
-// jsonArg binds optional JSON as text, or NULL when there is none.
-func jsonArg(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
-}
-
 // maxUniqueTries bounds the insert-or-find loop: each further try means the
 // holder left its unique statuses between our insert and our read, which a
 // steady stream of jobs under one key can do only so many times in a row.
@@ -82,14 +74,10 @@ func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job lsdrive
 // duplicate.
 func (e *Executor) insertUnique(ctx context.Context, q Querier, runID int64, j lsdriver.JobInsertParams) (int64, bool, error) {
 	st := e.cat().Get("job.insert_unique")
-	var run any
-	if runID == 0 {
-		runID = j.RunID // a new run's jobs, inserted in its transaction
-	}
 	if runID != 0 {
-		run = runID
+		j.RunID = runID
 	}
-	args := []any{run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata), j.UniqueKey, j.UniqueStates}
+	args := append(e.rowArgs(nil, j), j.UniqueKey, j.UniqueStates)
 	if st.Returning {
 		ids, err := e.queryIDs(ctx, q, st.Name, st.SQL, args...)
 		if err != nil || len(ids) == 0 {
