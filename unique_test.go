@@ -423,7 +423,9 @@ func TestUniqueJobsIntoARun(t *testing.T) {
 		c := quietClient(t, drv, lockstep.Config{})
 		run, _, err := c.CreateRun(ctx, "r")
 		require.NoError(t, err)
-		into := func(o *lockstep.UniqueOpts) *lockstep.EnqueueOpts { return &lockstep.EnqueueOpts{RunID: run.ID, Unique: o} }
+		into := func(o *lockstep.UniqueOpts) *lockstep.EnqueueOpts {
+			return &lockstep.EnqueueOpts{RunID: run.ID, Unique: o}
+		}
 		ids, err := c.EnqueueMany(ctx, []lockstep.EnqueueParams{
 			{Args: uniqArgs{Account: 1}, Opts: into(nil)},
 			{Args: uniqArgs{Account: 2}, Opts: into(&lockstep.UniqueOpts{})},
