@@ -2,7 +2,7 @@ GO ?= go
 # apt-get needs root; CI containers usually run as root and have no sudo.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps vet test demo bench-dashboard bench bench-smoke bench-check bench-build
+.PHONY: deps vet tidy-check test demo bench-dashboard bench bench-smoke bench-check bench-build
 
 # internal/testdb starts throwaway MariaDB and PostgreSQL servers from these
 # binaries; it never uses a system service, so only the packages are needed.
@@ -31,7 +31,13 @@ deps:
 vet:
 	$(GO) vet ./...
 
-test: deps
+# go mod tidy must leave both modules as committed: a dependency is chosen,
+# not accreted, and an indirect mark on a direct import hides which it is.
+tidy-check:
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy would change go.mod/go.sum:"; $(GO) mod tidy -diff; exit 1; }
+	@cd bench && { $(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy would change bench/go.mod/go.sum:"; $(GO) mod tidy -diff; exit 1; }; }
+
+test: deps tidy-check
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then \
 	  echo "gofmt -l reports unformatted files:"; echo "$$unformatted"; exit 1; \

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
@@ -142,11 +144,11 @@ func newBadInputFixture(t *testing.T, drv driver.Driver) *badInputFixture {
 	}
 	f.running = claim("running", "running", 0)
 	f.done = claim("finished", "done", 0)
-	ok, err := drv.Executor().JobFinish(ctx, &driver.JobFinishParams{ID: f.done, Attempt: 1, Status: driver.StatusDone})
+	ok, err := drv.Executor().JobFinish(ctx, &driver.JobFinishParams{ID: f.done, Attempt: 1, Status: rowtype.StatusDone})
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.failed = claim("finished", "failed", 1)
-	ok, err = drv.Executor().JobFinish(ctx, &driver.JobFinishParams{ID: f.failed, Attempt: 1, Status: driver.StatusFailed, Error: "it broke"})
+	ok, err = drv.Executor().JobFinish(ctx, &driver.JobFinishParams{ID: f.failed, Attempt: 1, Status: rowtype.StatusFailed, Error: "it broke"})
 	require.NoError(t, err)
 	require.True(t, ok)
 

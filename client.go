@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
@@ -315,7 +317,7 @@ func (c *Client) retry(ctx context.Context, op string, idempotent bool, fn func(
 		switch {
 		case kind.Retryable() && i < lockRetries:
 			wait = jitter(time.Duration(1<<min(i, 8))*10*time.Millisecond, 0.5)
-		case kind == driver.ErrorConnection && idempotent && ctx.Err() == nil &&
+		case kind == rowtype.ErrorConnection && idempotent && ctx.Err() == nil &&
 			(giveUp.IsZero() || time.Now().Before(giveUp)):
 			wait = jitter(min(time.Duration(1<<min(i, 8))*10*time.Millisecond, maxConnBackoff), 0.5)
 		default:
@@ -327,7 +329,7 @@ func (c *Client) retry(ctx context.Context, op string, idempotent bool, fn func(
 		c.emit(dbRetryEvent(op, err))
 		// A restart produces a retry a second per waiting call: log the
 		// first and then every tenth, not each.
-		if kind != driver.ErrorConnection || i == 1 || i%10 == 0 {
+		if kind != rowtype.ErrorConnection || i == 1 || i%10 == 0 {
 			c.logger.Warn("lockstep: retrying after database error", "op", op, "kind", kind.String(), "try", i, "wait", wait, "err", err)
 		}
 		t := time.NewTimer(wait)

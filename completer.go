@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
@@ -71,7 +73,7 @@ func (p *completer) write(batch []*completion) {
 	err := p.c.retryDBIdempotent(ctx, "complete", func(ctx context.Context) error {
 		var err error
 		written, err = p.c.exec.JobCompleteMany(ctx, refs)
-		lost = lost || p.c.drv.ClassifyError(err) == driver.ErrorConnection
+		lost = lost || p.c.drv.ClassifyError(err) == rowtype.ErrorConnection
 		return err
 	})
 	ok := make(map[driver.JobRef]bool, len(written))
@@ -79,7 +81,7 @@ func (p *completer) write(batch []*completion) {
 		ok[w] = true
 	}
 	for _, b := range batch {
-		wrote := err == nil && (ok[b.ref] || lost && p.c.confirmFinal(ctx, b.ref, driver.StatusDone))
+		wrote := err == nil && (ok[b.ref] || lost && p.c.confirmFinal(ctx, b.ref, rowtype.StatusDone))
 		b.done(wrote, err)
 	}
 }
@@ -109,7 +111,7 @@ func (p *completer) stop() {
 // tells that apart from a job cancelled or reaped meanwhile. Only final
 // statuses are told apart this way: a reap also leaves a job PENDING at
 // the same attempt, as a retry does.
-func (c *Client) confirmFinal(ctx context.Context, ref driver.JobRef, status driver.JobStatus) bool {
+func (c *Client) confirmFinal(ctx context.Context, ref driver.JobRef, status rowtype.JobStatus) bool {
 	j, err := c.exec.JobGet(ctx, ref.ID)
 	return err == nil && j.Status == status && j.Attempts == ref.Attempt
 }

@@ -5,52 +5,52 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Types shared with drivers.
 type (
 	// JobRow is a job as stored.
-	JobRow = driver.JobRow
+	JobRow = rowtype.JobRow
 	// Run is a run as stored.
-	Run = driver.RunRow
+	Run = rowtype.RunRow
 	// RunCounts counts a run's jobs by status.
-	RunCounts = driver.RunCounts
+	RunCounts = rowtype.RunCounts
 	// JobStatus is a job's state.
-	JobStatus = driver.JobStatus
+	JobStatus = rowtype.JobStatus
 	// AttemptError is one entry of a job's error history.
-	AttemptError = driver.AttemptError
+	AttemptError = rowtype.AttemptError
 	// ErrorKind classifies a database error by code.
-	ErrorKind = driver.ErrorKind
+	ErrorKind = rowtype.ErrorKind
 	// DBError is a database error with its kind and code.
-	DBError = driver.DBError
+	DBError = rowtype.DBError
 )
 
 // Job statuses.
 const (
-	StatusPending   = driver.StatusPending
-	StatusRunning   = driver.StatusRunning
-	StatusDone      = driver.StatusDone
-	StatusFailed    = driver.StatusFailed
-	StatusCancelled = driver.StatusCancelled
+	StatusPending   = rowtype.StatusPending
+	StatusRunning   = rowtype.StatusRunning
+	StatusDone      = rowtype.StatusDone
+	StatusFailed    = rowtype.StatusFailed
+	StatusCancelled = rowtype.StatusCancelled
 )
 
 // Error kinds.
 const (
-	ErrorOther         = driver.ErrorOther
-	ErrorDeadlock      = driver.ErrorDeadlock
-	ErrorSerialization = driver.ErrorSerialization
-	ErrorLockTimeout   = driver.ErrorLockTimeout
-	ErrorBusy          = driver.ErrorBusy
-	ErrorConnection    = driver.ErrorConnection
-	ErrorDuplicate     = driver.ErrorDuplicate
+	ErrorOther         = rowtype.ErrorOther
+	ErrorDeadlock      = rowtype.ErrorDeadlock
+	ErrorSerialization = rowtype.ErrorSerialization
+	ErrorLockTimeout   = rowtype.ErrorLockTimeout
+	ErrorBusy          = rowtype.ErrorBusy
+	ErrorConnection    = rowtype.ErrorConnection
+	ErrorDuplicate     = rowtype.ErrorDuplicate
 )
 
 var (
 	// ErrRunCancelled: jobs cannot be enqueued into a cancelled run.
-	ErrRunCancelled = driver.ErrRunCancelled
+	ErrRunCancelled = rowtype.ErrRunCancelled
 	// ErrNotFound: no job or run with that id.
-	ErrNotFound = driver.ErrNotFound
+	ErrNotFound = rowtype.ErrNotFound
 	// ErrJobLost is the cause of a running job's context when the job was
 	// cancelled or reclaimed elsewhere; its result will not be written.
 	ErrJobLost = errors.New("job was cancelled or reclaimed; its result will be discarded")
@@ -71,7 +71,7 @@ var (
 )
 
 // ErrorKindOf reports the kind of a classified database error in err.
-func ErrorKindOf(err error) ErrorKind { return driver.KindOf(err) }
+func ErrorKindOf(err error) ErrorKind { return rowtype.KindOf(err) }
 
 // SnoozeError puts a job back to PENDING for Duration without consuming an
 // attempt (the first seed's job held back by an external limit).

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // EventKind names what happened in a client.
@@ -72,7 +72,7 @@ func (c *Client) emit(e Event) {
 
 // dbRetryEvent describes a retried database error by its code.
 func dbRetryEvent(op string, err error) Event {
-	e := Event{Kind: EventDBRetry, Op: op, ErrorKind: driver.KindOf(err)}
+	e := Event{Kind: EventDBRetry, Op: op, ErrorKind: rowtype.KindOf(err)}
 	var dbe *DBError
 	if errors.As(err, &dbe) {
 		e.Code = dbe.Code

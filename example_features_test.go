@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
@@ -126,7 +128,7 @@ func ExamplePeriodicJob() {
 		log.Fatal(err)
 	}
 	defer client.Stop(ctx)
-	jobs, err := client.Jobs(ctx, driver.JobListParams{})
+	jobs, err := client.Jobs(ctx, rowtype.JobListParams{})
 	if err != nil {
 		log.Fatal(err)
 	}

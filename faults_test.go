@@ -15,9 +15,9 @@ import (
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/internal/faultproxy"
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/lab/chaos"
-	"github.com/lockstep-queue/lockstep/lab/statusaudit"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
 

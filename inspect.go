@@ -5,19 +5,19 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // The read model of the CLI, the dashboard and the metrics: every listing is
 // newest-first and paged, and every count is bounded, so none of them costs
 // a scan of a large table.
 type (
-	JobPageParams    = driver.JobPageParams
-	JobPage          = driver.JobPage
-	RunListParams    = driver.RunListParams
-	BoundedCount     = driver.BoundedCount
-	BoundedRunCounts = driver.BoundedRunCounts
-	QueueStats       = driver.QueueStats
+	JobPageParams    = rowtype.JobPageParams
+	JobPage          = rowtype.JobPage
+	RunListParams    = rowtype.RunListParams
+	BoundedCount     = rowtype.BoundedCount
+	BoundedRunCounts = rowtype.BoundedRunCounts
+	QueueStats       = rowtype.QueueStats
 )
 
 // StatsParams bounds Stats.
@@ -43,13 +43,13 @@ func (c *Client) Stats(ctx context.Context, p *StatsParams) ([]*QueueStats, erro
 	if p == nil {
 		p = &StatsParams{}
 	}
-	queues, err := c.exec.QueueList(ctx, &driver.QueueListParams{Limit: p.MaxQueues})
+	queues, err := c.exec.QueueList(ctx, &rowtype.QueueListParams{Limit: p.MaxQueues})
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
 	out := make([]*QueueStats, 0, len(queues))
 	for _, q := range queues {
-		st, err := c.exec.QueueStats(ctx, &driver.QueueStatsParams{Queue: q, CountLimit: p.CountLimit, Window: p.Window})
+		st, err := c.exec.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: q, CountLimit: p.CountLimit, Window: p.Window})
 		if err != nil {
 			return nil, fmt.Errorf("stats: %w", err)
 		}
@@ -63,7 +63,7 @@ func (c *Client) QueueStats(ctx context.Context, queue string, p *StatsParams) (
 	if p == nil {
 		p = &StatsParams{}
 	}
-	st, err := c.exec.QueueStats(ctx, &driver.QueueStatsParams{Queue: queue, CountLimit: p.CountLimit, Window: p.Window})
+	st, err := c.exec.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: queue, CountLimit: p.CountLimit, Window: p.Window})
 	if err != nil {
 		return nil, fmt.Errorf("queue stats: %w", err)
 	}
@@ -86,7 +86,7 @@ func (c *Client) Runs(ctx context.Context, p RunListParams, countLimit int) ([]*
 	}
 	out := make([]*RunSummary, 0, len(runs))
 	for _, r := range runs {
-		counts, err := c.exec.RunCountsBounded(ctx, &driver.RunCountsBoundedParams{RunID: r.ID, Limit: countLimit})
+		counts, err := c.exec.RunCountsBounded(ctx, &rowtype.RunCountsBoundedParams{RunID: r.ID, Limit: countLimit})
 		if err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
@@ -101,7 +101,7 @@ func (c *Client) RunSummary(ctx context.Context, id int64, countLimit int) (*Run
 	if err != nil {
 		return nil, fmt.Errorf("get run: %w", err)
 	}
-	counts, err := c.exec.RunCountsBounded(ctx, &driver.RunCountsBoundedParams{RunID: id, Limit: countLimit})
+	counts, err := c.exec.RunCountsBounded(ctx, &rowtype.RunCountsBoundedParams{RunID: id, Limit: countLimit})
 	if err != nil {
 		return nil, fmt.Errorf("get run: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
@@ -74,8 +76,8 @@ func (c *Client) reapLoop(ctx context.Context) {
 // Reap returns RUNNING jobs whose heartbeat is older than Config.ReapAfter
 // to PENDING (FAILED when they have no attempt left), and reports them. It
 // is safe to run in every process at once.
-func (c *Client) Reap(ctx context.Context) ([]driver.ReapResult, error) {
-	var out []driver.ReapResult
+func (c *Client) Reap(ctx context.Context) ([]rowtype.ReapResult, error) {
+	var out []rowtype.ReapResult
 	err := c.retryDBIdempotent(ctx, "reap", func(ctx context.Context) error {
 		var err error
 		out, err = c.exec.JobReap(ctx, &driver.JobReapParams{StaleAfter: c.cfg.ReapAfter, Max: 1000})
@@ -113,7 +115,7 @@ func (c *Client) Prune(ctx context.Context) (int, error) {
 	var queues []string
 	err := c.retryDBIdempotent(ctx, "retention: list queues", func(ctx context.Context) error {
 		var err error
-		queues, err = c.exec.QueueList(ctx, &driver.QueueListParams{})
+		queues, err = c.exec.QueueList(ctx, &rowtype.QueueListParams{})
 		return err
 	})
 	if err != nil {
@@ -122,9 +124,9 @@ func (c *Client) Prune(ctx context.Context) (int, error) {
 	total := 0
 	for _, q := range queues {
 		for _, r := range []struct {
-			status driver.JobStatus
+			status rowtype.JobStatus
 			age    time.Duration
-		}{{driver.StatusDone, c.cfg.RetainDone}, {driver.StatusCancelled, c.cfg.RetainCancelled}, {driver.StatusFailed, c.cfg.RetainFailed}} {
+		}{{rowtype.StatusDone, c.cfg.RetainDone}, {rowtype.StatusCancelled, c.cfg.RetainCancelled}, {rowtype.StatusFailed, c.cfg.RetainFailed}} {
 			if r.age < 0 {
 				continue
 			}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
@@ -21,7 +23,7 @@ func (tickArgs) Kind() string { return "tick" }
 func tickTimes(t *testing.T, c *lockstep.Client) []time.Time {
 	t.Helper()
 	var out []time.Time
-	page, err := c.Jobs(context.Background(), driver.JobListParams{Limit: 10000})
+	page, err := c.Jobs(context.Background(), rowtype.JobListParams{Limit: 10000})
 	require.NoError(t, err)
 	for _, j := range page {
 		if j.Kind == "tick" {

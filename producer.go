@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
@@ -205,13 +207,13 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 	var perm *PermanentError
 	switch {
 	case werr == nil:
-		p.Status, p.Output = driver.StatusDone, output
+		p.Status, p.Output = rowtype.StatusDone, output
 	case errors.As(werr, &snooze):
-		p.Status, p.Snooze, p.RetryAfter = driver.StatusPending, true, snooze.Duration
+		p.Status, p.Snooze, p.RetryAfter = rowtype.StatusPending, true, snooze.Duration
 	case errors.As(werr, &perm) || job.Attempts >= job.MaxAttempts:
-		p.Status, p.Error = driver.StatusFailed, werr.Error()
+		p.Status, p.Error = rowtype.StatusFailed, werr.Error()
 	default:
-		p.Status, p.Error = driver.StatusPending, werr.Error()
+		p.Status, p.Error = rowtype.StatusPending, werr.Error()
 		// Attempts counts claims, snoozes included; the backoff grows with
 		// failures only: those in the history plus this one.
 		p.RetryAfter = c.cfg.RetryBackoff(len(job.Errors) + 1)
@@ -222,7 +224,7 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 		}
 	}
 	began := time.Now()
-	if p.Status == driver.StatusDone && p.Output == nil && c.completer != nil {
+	if p.Status == rowtype.StatusDone && p.Output == nil && c.completer != nil {
 		// DONE goes with the others finishing now, in one transaction,
 		// written after this returns: the job's slot is free at once, as
 		// the work is done, and the batch's commit no longer holds it.
@@ -241,10 +243,10 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 	err := c.retryDBIdempotent(ctx, "finish", func(ctx context.Context) error {
 		var err error
 		wrote, err = c.exec.JobFinish(ctx, p)
-		lost = lost || c.drv.ClassifyError(err) == driver.ErrorConnection
+		lost = lost || c.drv.ClassifyError(err) == rowtype.ErrorConnection
 		return err
 	})
-	if err == nil && !wrote && lost && p.Status != driver.StatusPending {
+	if err == nil && !wrote && lost && p.Status != rowtype.StatusPending {
 		wrote = c.confirmFinal(ctx, driver.JobRef{ID: p.ID, Attempt: p.Attempt}, p.Status)
 	}
 	c.finished(job, p, werr, took, cause, began, wrote, err)
@@ -257,10 +259,10 @@ func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, to
 		c.emit(Event{
 			Kind: EventJobFinished, Queue: job.Queue, JobKind: job.Kind, Status: p.Status,
 			Took: time.Since(began), Ran: took, Snoozed: p.Snooze,
-			Retry: p.Status == driver.StatusPending && !p.Snooze, Discarded: !wrote,
+			Retry: p.Status == rowtype.StatusPending && !p.Snooze, Discarded: !wrote,
 		})
 	}
-	if err == nil && wrote && p.Status == driver.StatusDone && !c.logger.Enabled(context.Background(), slog.LevelDebug) {
+	if err == nil && wrote && p.Status == rowtype.StatusDone && !c.logger.Enabled(context.Background(), slog.LevelDebug) {
 		// The common case logs nothing: skip building the logger.
 		return
 	}
@@ -272,11 +274,11 @@ func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, to
 		log.Error("lockstep: finish failed; the reaper will return the job", "err", err)
 	case !wrote:
 		log.Warn("lockstep: result discarded: the job was cancelled or reclaimed meanwhile", "result", p.Status, "cause", cause)
-	case p.Status == driver.StatusDone:
+	case p.Status == rowtype.StatusDone:
 		log.Debug("lockstep: job done")
 	case p.Snooze:
 		log.Info("lockstep: job snoozed", "for", p.RetryAfter)
-	case p.Status == driver.StatusFailed:
+	case p.Status == rowtype.StatusFailed:
 		log.Warn("lockstep: job failed", "err", werr)
 	default:
 		log.Info("lockstep: job will be retried", "in", p.RetryAfter, "err", werr)

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // QueueSettings are a queue's shared settings, persisted in the database:
 // every process serving the queue follows them.
-type QueueSettings = driver.QueueSettings
+type QueueSettings = rowtype.QueueSettings
 
 // MaxQueueWorkers bounds a queue's workers in one process, configured or
 // set at runtime.

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
-	"github.com/lockstep-queue/lockstep/lab/statusaudit"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
 
@@ -125,8 +126,8 @@ func TestDatabaseRestart(t *testing.T) {
 					require.Len(t, ex.by[id], 1, "job %d ran %v", id, ex.by[id])
 					finals := 0
 					for _, tr := range audit[id] {
-						require.NotEqual(t, driver.StatusDone, tr.From, "job %d changed after DONE", id)
-						if tr.To == driver.StatusDone {
+						require.NotEqual(t, rowtype.StatusDone, tr.From, "job %d changed after DONE", id)
+						if tr.To == rowtype.StatusDone {
 							finals++
 						}
 					}

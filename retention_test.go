@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
@@ -46,7 +48,7 @@ func TestRetention(t *testing.T) {
 			switch {
 			case failed == 0:
 				failed = j.ID
-				_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: j.Attempts, Status: driver.StatusFailed, Error: "kept for a post-mortem"})
+				_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: j.Attempts, Status: rowtype.StatusFailed, Error: "kept for a post-mortem"})
 				require.NoError(t, err)
 			case running == 0:
 				running = j.ID

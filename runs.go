@@ -8,11 +8,13 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
 // RunCancelResult reports a cancelled run and the jobs it cancelled.
-type RunCancelResult = driver.RunCancelResult
+type RunCancelResult = rowtype.RunCancelResult
 
 // RunOpts are a run's options.
 type RunOpts struct {
@@ -141,7 +143,7 @@ func (c *Client) Job(ctx context.Context, id int64) (*JobRow, error) {
 }
 
 // Jobs lists jobs by ascending id.
-func (c *Client) Jobs(ctx context.Context, p driver.JobListParams) ([]*JobRow, error) {
+func (c *Client) Jobs(ctx context.Context, p rowtype.JobListParams) ([]*JobRow, error) {
 	return c.exec.JobList(ctx, &p)
 }
 

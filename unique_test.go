@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/locktest"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 type uniqArgs struct {
@@ -114,7 +116,7 @@ func TestUniqueJobs(t *testing.T) {
 			require.NoError(t, err)
 			for _, j := range claimed {
 				if j.ID == id {
-					ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: j.Attempts, Status: driver.StatusDone})
+					ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: j.Attempts, Status: rowtype.StatusDone})
 					require.NoError(t, err)
 					require.True(t, ok)
 				}
@@ -171,7 +173,7 @@ func TestUniqueRetryConflict(t *testing.T) {
 		claimed, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: lockstep.DefaultQueue, Max: 1})
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
-		_, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: a.ID, Attempt: 1, Status: driver.StatusFailed, Error: "boom"})
+		_, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: a.ID, Attempt: 1, Status: rowtype.StatusFailed, Error: "boom"})
 		require.NoError(t, err)
 		b, err := c.Insert(ctx, uniqArgs{}, uniq)
 		require.NoError(t, err)

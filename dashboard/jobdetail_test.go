@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
@@ -35,7 +37,7 @@ func TestDashboardJobMetadataAndOutput(t *testing.T) {
 			claimed, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "manual", Max: 1})
 			require.NoError(t, err)
 			require.Len(t, claimed, 1)
-			ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: res.ID, Attempt: 1, Status: driver.StatusDone,
+			ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: res.ID, Attempt: 1, Status: rowtype.StatusDone,
 				Output: []byte(`{"html":"<b>bold</b> & co","rows":3}`)})
 			require.NoError(t, err)
 			require.True(t, ok)

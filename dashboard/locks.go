@@ -13,8 +13,8 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/lockstep-queue/lockstep/deadlock"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/deadlock"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 // lockMonitor reads lock waits on demand and keeps the distinct deadlocks

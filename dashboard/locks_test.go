@@ -17,10 +17,10 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/attempt"
 	"github.com/lockstep-queue/lockstep/lab/repro"
-	"github.com/lockstep-queue/lockstep/lab/seed"
-	"github.com/lockstep-queue/lockstep/locktest"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 // TestDashboardLocksShowsALiveWait: a session holds a job row, the
@@ -117,9 +117,9 @@ func TestDashboardLocksShowsADeadlock(t *testing.T) {
 	observer, err := mysql.Open(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = observer.Close() })
-	cancelVariant, err := seed.LookupCancel("range-status")
+	cancelVariant, err := attempt.LookupCancel("range-status")
 	require.NoError(t, err)
-	claim, err := seed.LookupClaim("primary")
+	claim, err := attempt.LookupClaim("primary")
 	require.NoError(t, err)
 	// Keep the table, so that the report's records can still be read
 	// against it; the database is dropped with the test.

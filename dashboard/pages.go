@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/driver"
 )
 
 // argsLimit is how much of a job's args the job page shows.
@@ -283,7 +284,7 @@ func newRunRow(rs *lockstep.RunSummary, csrf, next string) runRow {
 	}
 	open := rs.Counts.Counts[lockstep.StatusPending] + rs.Counts.Counts[lockstep.StatusRunning]
 	switch {
-	case rs.Status == driver.RunCancelled:
+	case rs.Status == rowtype.RunCancelled:
 		row.State = "CANCELLED"
 	case open > 0 || rs.Counts.Capped:
 		row.State = "ACTIVE"
@@ -295,7 +296,7 @@ func newRunRow(rs *lockstep.RunSummary, csrf, next string) runRow {
 	default:
 		row.State = "DONE"
 	}
-	row.CanCancel = rs.Status == driver.RunActive
+	row.CanCancel = rs.Status == rowtype.RunActive
 	return row
 }
 

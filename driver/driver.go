@@ -6,85 +6,13 @@ package driver
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"io/fs"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 )
-
-// JobStatus is the state of a job row.
-type JobStatus string
-
-// The job statuses. A job is claimed from PENDING into RUNNING and finishes
-// in DONE, FAILED or CANCELLED; a failed attempt with attempts left goes back
-// to PENDING.
-const (
-	StatusPending   JobStatus = "PENDING"
-	StatusRunning   JobStatus = "RUNNING"
-	StatusDone      JobStatus = "DONE"
-	StatusFailed    JobStatus = "FAILED"
-	StatusCancelled JobStatus = "CANCELLED"
-)
-
-// RunStatus is the state of a run row. Completion is derived from the run's
-// jobs rather than stored, so that finishing a job never writes the run row
-// (which would lock a run after its job and break the one lock order).
-type RunStatus string
-
-// The run statuses.
-const (
-	RunActive    RunStatus = "ACTIVE"
-	RunCancelled RunStatus = "CANCELLED"
-)
-
-// JobRow is a job as stored.
-type JobRow struct {
-	ID          int64
-	RunID       int64 // 0 when the job belongs to no run
-	Queue       string
-	Kind        string
-	Args        json.RawMessage
-	Status      JobStatus
-	Priority    int
-	AvailableAt time.Time
-	Attempts    int
-	MaxAttempts int
-	StartedAt   time.Time // zero until first claimed
-	HeartbeatAt time.Time
-	FinishedAt  time.Time
-	LastError   string
-	Errors      []AttemptError
-	CreatedAt   time.Time
-	// UniqueKey is the job's unique key (hex), empty for a job enqueued
-	// without UniqueOpts.
-	UniqueKey string
-	// Metadata is what the enqueuer attached (JSON), nil if nothing.
-	Metadata json.RawMessage
-	// Output is what the worker recorded on success (JSON), nil if nothing.
-	Output json.RawMessage
-}
-
-// AttemptError is one entry of a job's error history.
-type AttemptError struct {
-	Attempt int       `json:"attempt"`
-	At      time.Time `json:"at"`
-	Error   string    `json:"error"`
-}
-
-// RunRow is a run as stored.
-type RunRow struct {
-	ID          int64
-	Name        string
-	Status      RunStatus
-	Metadata    json.RawMessage
-	CreatedAt   time.Time
-	CancelledAt time.Time
-}
-
-// RunCounts is the number of a run's jobs in each status.
-type RunCounts map[JobStatus]int
 
 // JobInsertParams is one job to insert.
 type JobInsertParams struct {
@@ -107,17 +35,17 @@ type JobInsertParams struct {
 
 // UniqueStateBit is a status's bit in a job's unique_states: the unique
 // index holds a job's key while status's bit is set in it.
-func UniqueStateBit(s JobStatus) int {
+func UniqueStateBit(s rowtype.JobStatus) int {
 	switch s {
-	case StatusPending:
+	case rowtype.StatusPending:
 		return 1
-	case StatusRunning:
+	case rowtype.StatusRunning:
 		return 2
-	case StatusDone:
+	case rowtype.StatusDone:
 		return 4
-	case StatusFailed:
+	case rowtype.StatusFailed:
 		return 8
-	case StatusCancelled:
+	case rowtype.StatusCancelled:
 		return 16
 	}
 	return 0
@@ -133,17 +61,6 @@ type UniqueInsertResult struct {
 	// Duplicate is true when another job held the key and nothing was
 	// inserted.
 	Duplicate bool
-}
-
-// QueueSettings are a queue's shared, persisted settings.
-type QueueSettings struct {
-	Queue string
-	// Paused is when the queue was paused; zero if it is not.
-	Paused time.Time
-	// MaxWorkers caps each process's workers for the queue; 0: as
-	// configured.
-	MaxWorkers int
-	UpdatedAt  time.Time
 }
 
 // RunInsertParams creates a run.
@@ -165,7 +82,7 @@ type JobFinishParams struct {
 	ID      int64
 	Attempt int
 	// Status is DONE, FAILED or PENDING (retry or snooze).
-	Status JobStatus
+	Status rowtype.JobStatus
 	// RetryAfter delays a PENDING job; the database's now plus this.
 	RetryAfter time.Duration
 	// Snooze puts the job back without consuming an attempt.
@@ -194,118 +111,9 @@ type JobReapParams struct {
 // change) is older than OlderThan by the database's clock, at most Max.
 type JobPruneParams struct {
 	Queue     string
-	Status    JobStatus // DONE, CANCELLED or FAILED
+	Status    rowtype.JobStatus // DONE, CANCELLED or FAILED
 	OlderThan time.Duration
 	Max       int
-}
-
-// ReapResult is a reaped job and where it went.
-type ReapResult struct {
-	ID      int64
-	Attempt int
-	Status  JobStatus // PENDING or FAILED
-}
-
-// RunCancelResult is what a run cancel changed.
-type RunCancelResult struct {
-	Run *RunRow
-	// Cancelled are the ids, ascending, of the jobs that were PENDING or
-	// RUNNING when read and were then cancelled unless they finished first.
-	Cancelled []int64
-}
-
-// JobListParams filters a job listing.
-type JobListParams struct {
-	RunID   int64
-	Status  JobStatus
-	AfterID int64
-	Limit   int
-}
-
-// JobPageParams lists jobs newest first. A page examines at most Window
-// job ids below BeforeID (through the primary key, or the run index when
-// RunID is set), so a filter that matches few rows costs at most Window
-// rows, never the whole table.
-type JobPageParams struct {
-	RunID    int64
-	Status   JobStatus
-	Queue    string
-	Kind     string
-	BeforeID int64 // 0: start at the newest job
-	Limit    int   // default 50
-	Window   int   // default 10,000
-}
-
-// JobPage is one page of a newest-first listing.
-type JobPage struct {
-	Jobs []*JobRow
-	// Next is the BeforeID of the next page; 0 when the listing reached the
-	// oldest job.
-	Next int64
-	// Examined is how many job ids the page's window covered.
-	Examined int
-}
-
-// RunListParams lists runs newest first.
-type RunListParams struct {
-	BeforeID int64 // 0: start at the newest run
-	Limit    int   // default 50
-}
-
-// RunCountsBoundedParams counts the jobs of one run by status, reading at
-// most Limit of them (the oldest first).
-type RunCountsBoundedParams struct {
-	RunID int64
-	Limit int // default 100,000
-}
-
-// BoundedRunCounts are a run's counts; Capped means the run has more than
-// Limit jobs and the counts cover the first Limit.
-type BoundedRunCounts struct {
-	Counts RunCounts
-	Capped bool
-}
-
-// BoundedCount is a count that stops at a limit, so counting costs at most
-// that many index entries. Capped means there are at least N.
-type BoundedCount struct {
-	N      int64
-	Capped bool
-}
-
-// QueueListParams lists the queues that have jobs.
-type QueueListParams struct {
-	Limit int // default 1,000
-}
-
-// QueueStatsParams reads one queue's numbers, each a bounded index range.
-type QueueStatsParams struct {
-	Queue string
-	// CountLimit bounds each count. Default 100,000.
-	CountLimit int
-	// Window is how far back Finished looks. Default 1 minute.
-	Window time.Duration
-}
-
-// QueueStats are one queue's numbers.
-type QueueStats struct {
-	Queue string
-	// Counts has every status.
-	Counts map[JobStatus]BoundedCount
-	// Finished counts DONE and FAILED jobs that reached that status within
-	// Window.
-	Finished map[JobStatus]BoundedCount
-	Window   time.Duration
-	// OldestAvailableAt is the earliest available_at among the available
-	// PENDING jobs (the first CountLimit in claim order); zero when none is
-	// available.
-	OldestAvailableAt time.Time
-	// OldestCapped means more than CountLimit jobs are available, and one
-	// beyond them (of a later priority) may have waited longer: the age is
-	// a lower bound.
-	OldestCapped bool
-	// Now is the database's clock when the stats were read.
-	Now time.Time
 }
 
 // Executor runs catalogue statements on a pool or inside one transaction.
@@ -315,7 +123,7 @@ type QueueStats struct {
 type Executor interface {
 	JobInsertMany(ctx context.Context, jobs []JobInsertParams) ([]int64, error)
 	// JobInsertIntoRun locks the run row (the run before its jobs), refuses a
-	// cancelled run with ErrRunCancelled, and inserts the jobs.
+	// cancelled run with rowtype.ErrRunCancelled, and inserts the jobs.
 	JobInsertIntoRun(ctx context.Context, runID int64, jobs []JobInsertParams) ([]int64, error)
 	// JobInsertUnique inserts one job with a unique key (into the run
 	// runID, locked first as JobInsertIntoRun does, when not 0), or, when
@@ -325,7 +133,7 @@ type Executor interface {
 	JobInsertUnique(ctx context.Context, runID int64, job JobInsertParams) (UniqueInsertResult, error)
 	// JobIDByUniqueKey returns the job holding a unique key, 0 if none.
 	JobIDByUniqueKey(ctx context.Context, key string) (int64, error)
-	JobClaim(ctx context.Context, p *JobClaimParams) ([]*JobRow, error)
+	JobClaim(ctx context.Context, p *JobClaimParams) ([]*rowtype.JobRow, error)
 	// JobFinish reports false when the fence did not match (nothing written).
 	JobFinish(ctx context.Context, p *JobFinishParams) (bool, error)
 	// JobCompleteMany writes DONE for many attempts in one transaction,
@@ -335,7 +143,7 @@ type Executor interface {
 	// JobHeartbeat refreshes the heartbeat of the given attempts and returns
 	// those that are no longer RUNNING at that attempt (cancelled or reaped).
 	JobHeartbeat(ctx context.Context, jobs []JobRef) (lost []JobRef, err error)
-	JobReap(ctx context.Context, p *JobReapParams) ([]ReapResult, error)
+	JobReap(ctx context.Context, p *JobReapParams) ([]rowtype.ReapResult, error)
 	// JobPrune deletes up to p.Max old jobs of one queue and final status,
 	// by primary key in ascending id order, and returns their ids
 	// (ascending). It never deletes a PENDING or RUNNING job, nor one that
@@ -345,27 +153,27 @@ type Executor interface {
 	JobCancel(ctx context.Context, id int64) (bool, error)
 	// JobRetry puts a FAILED job back to PENDING, available now, with one
 	// more attempt if it had none left; false if it was not FAILED. A job
-	// of a cancelled run is refused with ErrRunCancelled.
+	// of a cancelled run is refused with rowtype.ErrRunCancelled.
 	JobRetry(ctx context.Context, id int64) (bool, error)
-	JobGet(ctx context.Context, id int64) (*JobRow, error)
-	JobPage(ctx context.Context, p *JobPageParams) (*JobPage, error)
-	JobList(ctx context.Context, p *JobListParams) ([]*JobRow, error)
-	RunInsert(ctx context.Context, p *RunInsertParams) (*RunRow, error)
-	RunGet(ctx context.Context, id int64) (*RunRow, error)
-	RunCounts(ctx context.Context, id int64) (RunCounts, error)
-	RunCountsBounded(ctx context.Context, p *RunCountsBoundedParams) (*BoundedRunCounts, error)
-	RunList(ctx context.Context, p *RunListParams) ([]*RunRow, error)
-	QueueList(ctx context.Context, p *QueueListParams) ([]string, error)
-	QueueStats(ctx context.Context, p *QueueStatsParams) (*QueueStats, error)
+	JobGet(ctx context.Context, id int64) (*rowtype.JobRow, error)
+	JobPage(ctx context.Context, p *rowtype.JobPageParams) (*rowtype.JobPage, error)
+	JobList(ctx context.Context, p *rowtype.JobListParams) ([]*rowtype.JobRow, error)
+	RunInsert(ctx context.Context, p *RunInsertParams) (*rowtype.RunRow, error)
+	RunGet(ctx context.Context, id int64) (*rowtype.RunRow, error)
+	RunCounts(ctx context.Context, id int64) (rowtype.RunCounts, error)
+	RunCountsBounded(ctx context.Context, p *rowtype.RunCountsBoundedParams) (*rowtype.BoundedRunCounts, error)
+	RunList(ctx context.Context, p *rowtype.RunListParams) ([]*rowtype.RunRow, error)
+	QueueList(ctx context.Context, p *rowtype.QueueListParams) ([]string, error)
+	QueueStats(ctx context.Context, p *rowtype.QueueStatsParams) (*rowtype.QueueStats, error)
 	// QueueSettings lists every queue that has settings.
-	QueueSettings(ctx context.Context) ([]QueueSettings, error)
+	QueueSettings(ctx context.Context) ([]rowtype.QueueSettings, error)
 	// QueuePause pauses (paused true) or resumes a queue.
 	QueuePause(ctx context.Context, queue string, paused bool) error
 	// QueueSetMaxWorkers sets a queue's per-process worker cap; 0 clears it.
 	QueueSetMaxWorkers(ctx context.Context, queue string, n int) error
 	// RunCancel marks the run CANCELLED, then cancels its PENDING and RUNNING
 	// jobs by primary key in ascending id order.
-	RunCancel(ctx context.Context, id int64) (*RunCancelResult, error)
+	RunCancel(ctx context.Context, id int64) (*rowtype.RunCancelResult, error)
 }
 
 // Tx is an Executor inside a transaction the driver opened.
@@ -393,14 +201,8 @@ type Driver interface {
 	// owns (*sql.Tx, or pgx.Tx for the postgres driver).
 	UnwrapTx(tx any) (Executor, error)
 	// ClassifyError reports the kind of a database error, by code.
-	ClassifyError(err error) ErrorKind
+	ClassifyError(err error) rowtype.ErrorKind
 	// Version is the server's version string, checked at client start.
 	Version(ctx context.Context) (string, error)
 	Close() error
 }
-
-// ErrRunCancelled is returned when jobs are enqueued into a cancelled run.
-var ErrRunCancelled = errors.New("run is cancelled")
-
-// ErrNotFound is returned for a job or run id that does not exist.
-var ErrNotFound = errors.New("not found")

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -51,7 +53,7 @@ func cliBadInputFixture(t *testing.T, l *lockstepCLI, drv driver.Driver) (cancel
 		require.Len(t, jobs, 1)
 		require.Equal(t, id, jobs[0].ID)
 		if queue == "finished" {
-			ok, err := drv.Executor().JobFinish(ctx, &driver.JobFinishParams{ID: id, Attempt: 1, Status: driver.StatusDone})
+			ok, err := drv.Executor().JobFinish(ctx, &driver.JobFinishParams{ID: id, Attempt: 1, Status: rowtype.StatusDone})
 			require.NoError(t, err)
 			require.True(t, ok)
 		}

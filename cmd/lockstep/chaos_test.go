@@ -15,9 +15,9 @@ import (
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/lab/chaos"
-	"github.com/lockstep-queue/lockstep/lab/statusaudit"
 )
 
 // serverDialects are the server databases the process tests run on, each

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockstep-queue/lockstep/deadlock"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
+	"github.com/lockstep-queue/lockstep/lockdiag/deadlock"
 )
 
 func newDeadlockCmd(c *cli) *cobra.Command {

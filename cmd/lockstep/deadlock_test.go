@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-queue/lockstep/deadlock"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/deadlock"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 func deadlockTestdata(name string) string {

@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
@@ -300,7 +301,7 @@ func listRunJobs(ctx context.Context, client *lockstep.Client, runID int64) ([]*
 	var out []*lockstep.JobRow
 	var after int64
 	for {
-		page, err := client.Jobs(ctx, driver.JobListParams{RunID: runID, AfterID: after, Limit: 200})
+		page, err := client.Jobs(ctx, rowtype.JobListParams{RunID: runID, AfterID: after, Limit: 200})
 		if err != nil {
 			return nil, err
 		}

@@ -29,7 +29,7 @@ paths can cross is reported: one finds rows through an index the other
 changes after locking PRIMARY. So are range writes through an index on a
 column that changes. Each finding comes with the fix.
 
-Try it on the seed: lockstep lab audit --dsn mysql://…/scratch examples/seed-attempt
+Try it on the seed: lockstep lab audit --dsn mysql://…/scratch lab/attempt/sql
 MySQL and MariaDB only. Exits 1 when something is flagged.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

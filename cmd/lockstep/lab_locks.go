@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep/lab/repro"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 func newLabLocksCmd(c *cli) *cobra.Command {

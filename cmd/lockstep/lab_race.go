@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep/internal/dsn"
+	"github.com/lockstep-queue/lockstep/lab/attempt"
 	"github.com/lockstep-queue/lockstep/lab/race"
-	"github.com/lockstep-queue/lockstep/lab/seed"
 )
 
 func newLabRaceCmd(c *cli) *cobra.Command {
@@ -44,22 +44,22 @@ rounds per experiment). --seed fixes the claim orders.`,
 				return err
 			}
 			type cell struct {
-				cancel seed.Cancel
-				claim  seed.Claim
+				cancel attempt.Cancel
+				claim  attempt.Claim
 			}
 			var cells []cell
 			if matrix {
-				for _, cn := range seed.Cancels() {
-					for _, cl := range seed.Claims() {
+				for _, cn := range attempt.Cancels() {
+					for _, cl := range attempt.Claims() {
 						cells = append(cells, cell{cn, cl})
 					}
 				}
 			} else {
-				cn, err := seed.LookupCancel(variant)
+				cn, err := attempt.LookupCancel(variant)
 				if err != nil {
 					return err
 				}
-				cl, err := seed.LookupClaim(claimPlan)
+				cl, err := attempt.LookupClaim(claimPlan)
 				if err != nil {
 					return err
 				}
@@ -70,7 +70,7 @@ rounds per experiment). --seed fixes the claim orders.`,
 				return err
 			}
 			defer db.Close()
-			defer func() { _ = seed.Drop(cmd.Context(), db) }()
+			defer func() { _ = attempt.Drop(cmd.Context(), db) }()
 			var results []*race.Result
 			for _, ce := range cells {
 				bar := progressbar.NewOptions(rounds,

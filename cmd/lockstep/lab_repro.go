@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/lab/attempt"
 	"github.com/lockstep-queue/lockstep/lab/explain"
 	"github.com/lockstep-queue/lockstep/lab/repro"
-	"github.com/lockstep-queue/lockstep/lab/seed"
 )
 
 func parseIsolation(s string) (sql.IsolationLevel, error) {
@@ -23,11 +23,11 @@ func parseIsolation(s string) (sql.IsolationLevel, error) {
 
 // reproOptions resolves the scenario flags shared by repro and locks.
 func reproOptions(variant, claimPlan, isolation string) (repro.Options, error) {
-	cancel, err := seed.LookupCancel(variant)
+	cancel, err := attempt.LookupCancel(variant)
 	if err != nil {
 		return repro.Options{}, err
 	}
-	claim, err := seed.LookupClaim(claimPlan)
+	claim, err := attempt.LookupClaim(claimPlan)
 	if err != nil {
 		return repro.Options{}, err
 	}
@@ -108,9 +108,9 @@ The table is created in the database --dsn names and dropped afterwards.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			dists := seed.Distributions()
+			dists := attempt.Distributions()
 			for _, e := range extra {
-				d, err := seed.ParseDistribution(e)
+				d, err := attempt.ParseDistribution(e)
 				if err != nil {
 					return err
 				}
@@ -118,7 +118,7 @@ The table is created in the database --dsn names and dropped afterwards.`,
 			}
 			stmt := explain.DefaultStatement
 			if statement != "" {
-				stmt = seed.Stmt{SQL: statement}
+				stmt = attempt.Stmt{SQL: statement}
 			}
 			drv, err := c.openDriver(ctx)
 			if err != nil {

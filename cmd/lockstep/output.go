@@ -13,8 +13,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/driver"
 )
 
 // Shared by the commands that read and change jobs and runs (enqueue,
@@ -63,7 +64,7 @@ func parseStatusFlag(s string) (lockstep.JobStatus, error) {
 
 // notFoundAs turns the library's ErrNotFound into "job 7 not found".
 func notFoundAs(err error, what string, id int64) error {
-	if errors.Is(err, driver.ErrNotFound) {
+	if errors.Is(err, rowtype.ErrNotFound) {
 		return fmt.Errorf("%s %d not found", what, id)
 	}
 	return err
@@ -388,7 +389,7 @@ func toRunOut(s *lockstep.RunSummary) runOut {
 // final) or ACTIVE.
 func (r runOut) state() string {
 	switch {
-	case r.Status == string(driver.RunCancelled):
+	case r.Status == string(rowtype.RunCancelled):
 		return r.Status
 	case r.Complete:
 		return "COMPLETE"

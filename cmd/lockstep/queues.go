@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/driver"
 )
 
 // queueListLimit bounds how many queues with jobs `queues list` reads.
@@ -167,7 +168,7 @@ func (c *cli) queuesList(ctx context.Context, asJSON bool) error {
 		// A queue with jobs but no settings runs as configured; a queue
 		// with settings but no jobs (paused ahead of its first job) is
 		// listed too.
-		withJobs, err := client.Driver().Executor().QueueList(ctx, &driver.QueueListParams{Limit: queueListLimit})
+		withJobs, err := client.Driver().Executor().QueueList(ctx, &rowtype.QueueListParams{Limit: queueListLimit})
 		if err != nil {
 			return fmt.Errorf("list queues: %w", err)
 		}

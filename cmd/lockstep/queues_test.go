@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
@@ -151,7 +153,7 @@ func TestCLIJobMetadataOutputUnique(t *testing.T) {
 			if j.ID == id {
 				output = []byte(`{"rows": 3, "file": "out.csv"}`)
 			}
-			ok, err := drv.Executor().JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: j.Attempts, Status: driver.StatusDone, Output: output})
+			ok, err := drv.Executor().JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: j.Attempts, Status: rowtype.StatusDone, Output: output})
 			require.NoError(t, err)
 			require.True(t, ok)
 		}

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/browser"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
@@ -93,7 +94,7 @@ func TestServeBrowserCancelRun(t *testing.T) {
 
 			got, counts, err := client.Run(ctx, run.ID)
 			require.NoError(t, err)
-			require.Equal(t, driver.RunCancelled, got.Status)
+			require.Equal(t, rowtype.RunCancelled, got.Status)
 			require.Equal(t, lockstep.RunCounts{lockstep.StatusCancelled: 5}, counts)
 			_, counts, err = client.Run(ctx, keep.ID)
 			require.NoError(t, err)

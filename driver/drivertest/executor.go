@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -32,7 +34,7 @@ func testExecutor(t *testing.T, newDriver Factory) {
 			j, err := ex.JobGet(ctx, ids[i])
 			require.NoError(t, err)
 			require.JSONEq(t, `{"i":`+itoa(i)+`}`, string(j.Args))
-			require.Equal(t, driver.StatusPending, j.Status)
+			require.Equal(t, rowtype.StatusPending, j.Status)
 			require.Equal(t, 0, j.Attempts)
 			require.Empty(t, j.Errors)
 		}
@@ -51,10 +53,10 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		// Priority 1 (two jobs, by id), then priority 2; the future job and
 		// the other queue's job are not claimed.
 		require.Len(t, got, 3)
-		claimed := map[int64]*driver.JobRow{}
+		claimed := map[int64]*rowtype.JobRow{}
 		for _, j := range got {
 			claimed[j.ID] = j
-			require.Equal(t, driver.StatusRunning, j.Status)
+			require.Equal(t, rowtype.StatusRunning, j.Status)
 			require.Equal(t, 1, j.Attempts)
 			require.False(t, j.StartedAt.IsZero())
 			require.False(t, j.HeartbeatAt.IsZero())
@@ -84,31 +86,31 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		// The worker is presumed dead: a negative limit makes any heartbeat stale.
 		reaped, err := ex.JobReap(ctx, &driver.JobReapParams{StaleAfter: -time.Hour})
 		require.NoError(t, err)
-		require.Equal(t, []driver.ReapResult{{ID: first.ID, Attempt: 1, Status: driver.StatusPending}}, reaped)
+		require.Equal(t, []rowtype.ReapResult{{ID: first.ID, Attempt: 1, Status: rowtype.StatusPending}}, reaped)
 		second := claimOne(t, ex)
 		require.Equal(t, first.ID, second.ID)
 		require.Equal(t, 2, second.Attempts)
 
 		// The stale worker of attempt 1 finishes late: nothing changes.
-		for _, st := range []driver.JobStatus{driver.StatusDone, driver.StatusFailed, driver.StatusPending} {
+		for _, st := range []rowtype.JobStatus{rowtype.StatusDone, rowtype.StatusFailed, rowtype.StatusPending} {
 			ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: first.ID, Attempt: 1, Status: st, Error: "late"})
 			require.NoError(t, err)
 			require.False(t, ok, "stale %s must not be written", st)
 		}
 		j, err := ex.JobGet(ctx, first.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusRunning, j.Status)
+		require.Equal(t, rowtype.StatusRunning, j.Status)
 		require.Equal(t, 2, j.Attempts)
 
-		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: first.ID, Attempt: 2, Status: driver.StatusDone})
+		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: first.ID, Attempt: 2, Status: rowtype.StatusDone})
 		require.NoError(t, err)
 		require.True(t, ok)
-		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: first.ID, Attempt: 2, Status: driver.StatusDone})
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: first.ID, Attempt: 2, Status: rowtype.StatusDone})
 		require.NoError(t, err)
 		require.False(t, ok, "a job finishes once")
 		j, err = ex.JobGet(ctx, first.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusDone, j.Status)
+		require.Equal(t, rowtype.StatusDone, j.Status)
 		require.False(t, j.FinishedAt.IsZero())
 		require.Len(t, j.Errors, 1, "the reap is in the history")
 		require.Contains(t, j.Errors[0].Error, "heartbeat lost")
@@ -119,12 +121,12 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		ids, err := ex.JobInsertMany(ctx, []driver.JobInsertParams{job("q", "k", 0)})
 		require.NoError(t, err)
 		j := claimOne(t, ex)
-		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: 1, Status: driver.StatusPending, RetryAfter: time.Hour, Error: "boom 1"})
+		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: 1, Status: rowtype.StatusPending, RetryAfter: time.Hour, Error: "boom 1"})
 		require.NoError(t, err)
 		require.True(t, ok)
 		got, err := ex.JobGet(ctx, ids[0])
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, got.Status)
+		require.Equal(t, rowtype.StatusPending, got.Status)
 		require.Equal(t, "boom 1", got.LastError)
 		require.Len(t, got.Errors, 1)
 		require.Equal(t, 1, got.Errors[0].Attempt)
@@ -136,22 +138,22 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		ids2, err := ex.JobInsertMany(ctx, []driver.JobInsertParams{job("s", "k", 0)})
 		require.NoError(t, err)
 		s := claimOneFrom(t, ex, "s")
-		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: s.ID, Attempt: 1, Status: driver.StatusPending, Snooze: true, RetryAfter: -time.Second})
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: s.ID, Attempt: 1, Status: rowtype.StatusPending, Snooze: true, RetryAfter: -time.Second})
 		require.NoError(t, err)
 		require.True(t, ok)
 		got, err = ex.JobGet(ctx, ids2[0])
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, got.Status)
+		require.Equal(t, rowtype.StatusPending, got.Status)
 		require.Equal(t, got.MaxAttempts-got.Attempts, 3, "a snooze consumes no attempt")
 		require.Empty(t, got.Errors, "a snooze is not an error")
 		s = claimOneFrom(t, ex, "s")
 		require.Equal(t, 2, s.Attempts)
-		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: s.ID, Attempt: 2, Status: driver.StatusFailed, Error: "final"})
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: s.ID, Attempt: 2, Status: rowtype.StatusFailed, Error: "final"})
 		require.NoError(t, err)
 		require.True(t, ok)
 		got, err = ex.JobGet(ctx, ids2[0])
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusFailed, got.Status)
+		require.Equal(t, rowtype.StatusFailed, got.Status)
 		require.Equal(t, "final", got.LastError)
 		require.Len(t, got.Errors, 1)
 		require.Equal(t, 2, got.Errors[0].Attempt)
@@ -169,7 +171,7 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		require.Empty(t, none, "a fresh heartbeat is not reaped")
 		reaped, err := ex.JobReap(ctx, &driver.JobReapParams{StaleAfter: -time.Hour})
 		require.NoError(t, err)
-		require.Equal(t, []driver.ReapResult{{ID: j.ID, Attempt: 1, Status: driver.StatusFailed}}, reaped)
+		require.Equal(t, []rowtype.ReapResult{{ID: j.ID, Attempt: 1, Status: rowtype.StatusFailed}}, reaped)
 	})
 
 	t.Run("HeartbeatReportsLostJobs", func(t *testing.T) {
@@ -194,46 +196,46 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		meta, _ := json.Marshal(map[string]string{"owner": "test"})
 		run, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "r1", Metadata: meta})
 		require.NoError(t, err)
-		require.Equal(t, driver.RunActive, run.Status)
+		require.Equal(t, rowtype.RunActive, run.Status)
 		require.JSONEq(t, `{"owner":"test"}`, string(run.Metadata))
 		ids, err := ex.JobInsertIntoRun(ctx, run.ID, []driver.JobInsertParams{job("q", "k", 0), job("q", "k", 0), job("q", "k", 0)})
 		require.NoError(t, err)
 		require.Len(t, ids, 3)
 		claimed := claimOne(t, ex)
-		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: claimed.ID, Attempt: 1, Status: driver.StatusDone})
+		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: claimed.ID, Attempt: 1, Status: rowtype.StatusDone})
 		require.NoError(t, err)
 		require.True(t, ok)
 		running := claimOne(t, ex)
 
 		res, err := ex.RunCancel(ctx, run.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.RunCancelled, res.Run.Status)
+		require.Equal(t, rowtype.RunCancelled, res.Run.Status)
 		require.False(t, res.Run.CancelledAt.IsZero())
 		require.Len(t, res.Cancelled, 2)
 		counts, err := ex.RunCounts(ctx, run.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.RunCounts{driver.StatusDone: 1, driver.StatusCancelled: 2}, counts)
+		require.Equal(t, rowtype.RunCounts{rowtype.StatusDone: 1, rowtype.StatusCancelled: 2}, counts)
 
-		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: running.ID, Attempt: 1, Status: driver.StatusDone})
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: running.ID, Attempt: 1, Status: rowtype.StatusDone})
 		require.NoError(t, err)
 		require.False(t, ok, "a cancelled job's late finish changes nothing")
 
 		_, err = ex.JobInsertIntoRun(ctx, run.ID, []driver.JobInsertParams{job("q", "k", 0)})
-		require.ErrorIs(t, err, driver.ErrRunCancelled)
+		require.ErrorIs(t, err, rowtype.ErrRunCancelled)
 		_, err = ex.JobInsertIntoRun(ctx, run.ID+1000, []driver.JobInsertParams{job("q", "k", 0)})
-		require.ErrorIs(t, err, driver.ErrNotFound)
+		require.ErrorIs(t, err, rowtype.ErrNotFound)
 		_, err = ex.RunCancel(ctx, run.ID+1000)
-		require.ErrorIs(t, err, driver.ErrNotFound)
+		require.ErrorIs(t, err, rowtype.ErrNotFound)
 
 		again, err := ex.RunCancel(ctx, run.ID)
 		require.NoError(t, err)
 		require.Empty(t, again.Cancelled)
 		require.Equal(t, res.Run.CancelledAt, again.Run.CancelledAt, "a second cancel keeps the first time")
 
-		listed, err := ex.JobList(ctx, &driver.JobListParams{RunID: run.ID, Status: driver.StatusCancelled})
+		listed, err := ex.JobList(ctx, &rowtype.JobListParams{RunID: run.ID, Status: rowtype.StatusCancelled})
 		require.NoError(t, err)
 		require.Len(t, listed, 2)
-		all, err := ex.JobList(ctx, &driver.JobListParams{})
+		all, err := ex.JobList(ctx, &rowtype.JobListParams{})
 		require.NoError(t, err)
 		require.Len(t, all, 3)
 	})
@@ -242,13 +244,13 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		drv := setup(t, newDriver)
 		_, err := drv.DB().Exec("SELECT * FROM no_such_table")
 		require.Error(t, err)
-		require.Equal(t, driver.ErrorOther, drv.ClassifyError(err))
+		require.Equal(t, rowtype.ErrorOther, drv.ClassifyError(err))
 	})
 }
 
-func claimOne(t *testing.T, ex driver.Executor) *driver.JobRow { return claimOneFrom(t, ex, "q") }
+func claimOne(t *testing.T, ex driver.Executor) *rowtype.JobRow { return claimOneFrom(t, ex, "q") }
 
-func claimOneFrom(t *testing.T, ex driver.Executor, queue string) *driver.JobRow {
+func claimOneFrom(t *testing.T, ex driver.Executor, queue string) *rowtype.JobRow {
 	t.Helper()
 	got, err := ex.JobClaim(context.Background(), &driver.JobClaimParams{Queue: queue, Max: 1})
 	require.NoError(t, err)

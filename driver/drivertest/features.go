@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -19,7 +21,7 @@ func testFeatures(t *testing.T, newDriver Factory) {
 		drv := setup(t, newDriver)
 		ex := drv.Executor()
 		u := job("q", "k", 0)
-		u.UniqueKey, u.UniqueStates = "key-1", driver.UniqueStateBit(driver.StatusPending)|driver.UniqueStateBit(driver.StatusRunning)
+		u.UniqueKey, u.UniqueStates = "key-1", driver.UniqueStateBit(rowtype.StatusPending)|driver.UniqueStateBit(rowtype.StatusRunning)
 		u.Metadata = []byte(`{"by":"drivertest"}`)
 		first, err := ex.JobInsertUnique(ctx, 0, u)
 		require.NoError(t, err)
@@ -58,7 +60,7 @@ func testFeatures(t *testing.T, newDriver Factory) {
 		require.NoError(t, err)
 		for _, c := range claimed {
 			if c.ID == first.ID {
-				ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: c.ID, Attempt: c.Attempts, Status: driver.StatusDone, Output: []byte(`{"rows":3}`)})
+				ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: c.ID, Attempt: c.Attempts, Status: rowtype.StatusDone, Output: []byte(`{"rows":3}`)})
 				require.NoError(t, err)
 				require.True(t, ok)
 			}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -29,7 +31,7 @@ func testInspect(t *testing.T, newDriver Factory) {
 		ids, err := ex.JobInsertMany(ctx, in)
 		require.NoError(t, err)
 
-		page, err := ex.JobPage(ctx, &driver.JobPageParams{Limit: 12})
+		page, err := ex.JobPage(ctx, &rowtype.JobPageParams{Limit: 12})
 		require.NoError(t, err)
 		require.Len(t, page.Jobs, 12)
 		for i, j := range page.Jobs {
@@ -38,7 +40,7 @@ func testInspect(t *testing.T, newDriver Factory) {
 		require.Equal(t, ids[18], page.Next)
 		var seen []int64
 		for before := int64(0); ; {
-			p, err := ex.JobPage(ctx, &driver.JobPageParams{BeforeID: before, Limit: 7})
+			p, err := ex.JobPage(ctx, &rowtype.JobPageParams{BeforeID: before, Limit: 7})
 			require.NoError(t, err)
 			for _, j := range p.Jobs {
 				seen = append(seen, j.ID)
@@ -52,17 +54,17 @@ func testInspect(t *testing.T, newDriver Factory) {
 
 		// A filter matching few rows examines Window ids, then hands back a
 		// cursor at the window's floor instead of scanning on.
-		p, err := ex.JobPage(ctx, &driver.JobPageParams{Queue: "rare", Window: 10, Limit: 50})
+		p, err := ex.JobPage(ctx, &rowtype.JobPageParams{Queue: "rare", Window: 10, Limit: 50})
 		require.NoError(t, err)
 		require.Equal(t, 10, p.Examined)
 		require.Len(t, p.Jobs, 1)
 		require.Equal(t, ids[23], p.Jobs[0].ID)
 		require.Equal(t, ids[20], p.Next)
-		p, err = ex.JobPage(ctx, &driver.JobPageParams{Queue: "rare", Kind: "r", Status: driver.StatusPending, Window: 100})
+		p, err = ex.JobPage(ctx, &rowtype.JobPageParams{Queue: "rare", Kind: "r", Status: rowtype.StatusPending, Window: 100})
 		require.NoError(t, err)
 		require.Len(t, p.Jobs, 3)
 		require.Zero(t, p.Next, "the window reached the oldest job")
-		p, err = ex.JobPage(ctx, &driver.JobPageParams{Status: driver.StatusDone})
+		p, err = ex.JobPage(ctx, &rowtype.JobPageParams{Status: rowtype.StatusDone})
 		require.NoError(t, err)
 		require.Empty(t, p.Jobs)
 	})
@@ -75,10 +77,10 @@ func testInspect(t *testing.T, newDriver Factory) {
 		require.NoError(t, err)
 		inRun, err := ex.JobInsertIntoRun(ctx, run.ID, []driver.JobInsertParams{job("q", "k", 0), job("q", "k", 0), job("q", "k", 0)})
 		require.NoError(t, err)
-		p, err := ex.JobPage(ctx, &driver.JobPageParams{RunID: run.ID, Limit: 2})
+		p, err := ex.JobPage(ctx, &rowtype.JobPageParams{RunID: run.ID, Limit: 2})
 		require.NoError(t, err)
 		require.Equal(t, []int64{inRun[2], inRun[1]}, pageIDs(p))
-		p, err = ex.JobPage(ctx, &driver.JobPageParams{RunID: run.ID, BeforeID: p.Next})
+		p, err = ex.JobPage(ctx, &rowtype.JobPageParams{RunID: run.ID, BeforeID: p.Next})
 		require.NoError(t, err)
 		require.Equal(t, []int64{inRun[0]}, pageIDs(p))
 		require.Zero(t, p.Next)
@@ -86,18 +88,18 @@ func testInspect(t *testing.T, newDriver Factory) {
 
 	t.Run("RunListAndBoundedCounts", func(t *testing.T) {
 		ex := setup(t, newDriver).Executor()
-		var runs []*driver.RunRow
+		var runs []*rowtype.RunRow
 		for _, name := range []string{"a", "b", "c"} {
 			r, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: name})
 			require.NoError(t, err)
 			runs = append(runs, r)
 		}
-		got, err := ex.RunList(ctx, &driver.RunListParams{Limit: 2})
+		got, err := ex.RunList(ctx, &rowtype.RunListParams{Limit: 2})
 		require.NoError(t, err)
 		require.Len(t, got, 2)
 		require.Equal(t, "c", got[0].Name)
 		require.Equal(t, "b", got[1].Name)
-		got, err = ex.RunList(ctx, &driver.RunListParams{BeforeID: got[1].ID})
+		got, err = ex.RunList(ctx, &rowtype.RunListParams{BeforeID: got[1].ID})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.Equal(t, runs[0].ID, got[0].ID)
@@ -105,17 +107,17 @@ func testInspect(t *testing.T, newDriver Factory) {
 		_, err = ex.JobInsertIntoRun(ctx, runs[0].ID, []driver.JobInsertParams{job("q", "k", 0), job("q", "k", 0), job("q", "k", 0), job("q", "k", 0)})
 		require.NoError(t, err)
 		c := claimOne(t, ex)
-		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: c.ID, Attempt: 1, Status: driver.StatusDone})
+		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: c.ID, Attempt: 1, Status: rowtype.StatusDone})
 		require.NoError(t, err)
 		require.True(t, ok)
-		full, err := ex.RunCountsBounded(ctx, &driver.RunCountsBoundedParams{RunID: runs[0].ID})
+		full, err := ex.RunCountsBounded(ctx, &rowtype.RunCountsBoundedParams{RunID: runs[0].ID})
 		require.NoError(t, err)
-		require.Equal(t, driver.BoundedRunCounts{Counts: driver.RunCounts{driver.StatusDone: 1, driver.StatusPending: 3}}, *full)
-		capped, err := ex.RunCountsBounded(ctx, &driver.RunCountsBoundedParams{RunID: runs[0].ID, Limit: 2})
+		require.Equal(t, rowtype.BoundedRunCounts{Counts: rowtype.RunCounts{rowtype.StatusDone: 1, rowtype.StatusPending: 3}}, *full)
+		capped, err := ex.RunCountsBounded(ctx, &rowtype.RunCountsBoundedParams{RunID: runs[0].ID, Limit: 2})
 		require.NoError(t, err)
 		require.True(t, capped.Capped)
-		require.Equal(t, driver.RunCounts{driver.StatusDone: 1, driver.StatusPending: 1}, capped.Counts, "the first two jobs by id")
-		exact, err := ex.RunCountsBounded(ctx, &driver.RunCountsBoundedParams{RunID: runs[0].ID, Limit: 4})
+		require.Equal(t, rowtype.RunCounts{rowtype.StatusDone: 1, rowtype.StatusPending: 1}, capped.Counts, "the first two jobs by id")
+		exact, err := ex.RunCountsBounded(ctx, &rowtype.RunCountsBoundedParams{RunID: runs[0].ID, Limit: 4})
 		require.NoError(t, err)
 		require.False(t, exact.Capped, "a run of exactly the limit is counted whole")
 		require.Equal(t, full.Counts, exact.Counts)
@@ -123,7 +125,7 @@ func testInspect(t *testing.T, newDriver Factory) {
 
 	t.Run("QueueListAndStats", func(t *testing.T) {
 		ex := setup(t, newDriver).Executor()
-		queues, err := ex.QueueList(ctx, &driver.QueueListParams{})
+		queues, err := ex.QueueList(ctx, &rowtype.QueueListParams{})
 		require.NoError(t, err)
 		require.Empty(t, queues)
 		later := job("b", "k", 0)
@@ -132,29 +134,29 @@ func testInspect(t *testing.T, newDriver Factory) {
 			job("c", "k", 0), job("b", "k", 0), job("b", "k", 0), job("b", "k", 0), job("a", "k", 0), later,
 		})
 		require.NoError(t, err)
-		queues, err = ex.QueueList(ctx, &driver.QueueListParams{})
+		queues, err = ex.QueueList(ctx, &rowtype.QueueListParams{})
 		require.NoError(t, err)
 		require.Equal(t, []string{"a", "b", "c"}, queues)
-		queues, err = ex.QueueList(ctx, &driver.QueueListParams{Limit: 2})
+		queues, err = ex.QueueList(ctx, &rowtype.QueueListParams{Limit: 2})
 		require.NoError(t, err)
 		require.Equal(t, []string{"a", "b"}, queues)
 
 		got, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "b", Max: 2})
 		require.NoError(t, err)
 		require.Len(t, got, 2)
-		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: got[0].ID, Attempt: 1, Status: driver.StatusDone})
+		ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: got[0].ID, Attempt: 1, Status: rowtype.StatusDone})
 		require.NoError(t, err)
 		require.True(t, ok)
 
-		st, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "b"})
+		st, err := ex.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: "b"})
 		require.NoError(t, err)
 		require.Equal(t, "b", st.Queue)
-		require.Equal(t, map[driver.JobStatus]driver.BoundedCount{
-			driver.StatusPending: {N: 2}, driver.StatusRunning: {N: 1}, driver.StatusDone: {N: 1},
-			driver.StatusFailed: {}, driver.StatusCancelled: {},
+		require.Equal(t, map[rowtype.JobStatus]rowtype.BoundedCount{
+			rowtype.StatusPending: {N: 2}, rowtype.StatusRunning: {N: 1}, rowtype.StatusDone: {N: 1},
+			rowtype.StatusFailed: {}, rowtype.StatusCancelled: {},
 		}, st.Counts)
-		require.Equal(t, driver.BoundedCount{N: 1}, st.Finished[driver.StatusDone], "finished within the window")
-		require.Equal(t, driver.BoundedCount{}, st.Finished[driver.StatusFailed])
+		require.Equal(t, rowtype.BoundedCount{N: 1}, st.Finished[rowtype.StatusDone], "finished within the window")
+		require.Equal(t, rowtype.BoundedCount{}, st.Finished[rowtype.StatusFailed])
 		require.Equal(t, time.Minute, st.Window)
 		require.False(t, st.Now.IsZero())
 		// One PENDING job of b is available (the other is an hour away).
@@ -163,25 +165,25 @@ func testInspect(t *testing.T, newDriver Factory) {
 		require.Less(t, st.Now.Sub(st.OldestAvailableAt), time.Minute)
 
 		require.False(t, st.OldestCapped)
-		capped, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "b", CountLimit: 1})
+		capped, err := ex.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: "b", CountLimit: 1})
 		require.NoError(t, err)
-		require.Equal(t, driver.BoundedCount{N: 1, Capped: true}, capped.Counts[driver.StatusPending])
-		require.Equal(t, driver.BoundedCount{N: 1}, capped.Counts[driver.StatusRunning], "exactly the limit is not capped")
+		require.Equal(t, rowtype.BoundedCount{N: 1, Capped: true}, capped.Counts[rowtype.StatusPending])
+		require.Equal(t, rowtype.BoundedCount{N: 1}, capped.Counts[rowtype.StatusRunning], "exactly the limit is not capped")
 		require.False(t, capped.OldestCapped, "one job is available, the limit is one")
 
 		// Two available jobs of different priorities: with a limit of one,
 		// the age is a lower bound.
 		_, err = ex.JobInsertMany(ctx, []driver.JobInsertParams{job("b", "k", 5)})
 		require.NoError(t, err)
-		prio, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "b", CountLimit: 1})
+		prio, err := ex.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: "b", CountLimit: 1})
 		require.NoError(t, err)
 		require.True(t, prio.OldestCapped)
 
-		empty, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "a", Window: time.Second})
+		empty, err := ex.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: "a", Window: time.Second})
 		require.NoError(t, err)
 		require.Equal(t, time.Second, empty.Window)
-		require.Equal(t, driver.BoundedCount{N: 1}, empty.Counts[driver.StatusPending])
-		none, err := ex.QueueStats(ctx, &driver.QueueStatsParams{Queue: "nope"})
+		require.Equal(t, rowtype.BoundedCount{N: 1}, empty.Counts[rowtype.StatusPending])
+		none, err := ex.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: "nope"})
 		require.NoError(t, err)
 		require.True(t, none.OldestAvailableAt.IsZero(), "no available job, no age")
 	})
@@ -196,7 +198,7 @@ func testInspect(t *testing.T, newDriver Factory) {
 		ok, err := ex.JobRetry(ctx, c.ID)
 		require.NoError(t, err)
 		require.False(t, ok, "a RUNNING job is not retried")
-		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: c.ID, Attempt: 1, Status: driver.StatusFailed, Error: "boom"})
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: c.ID, Attempt: 1, Status: rowtype.StatusFailed, Error: "boom"})
 		require.NoError(t, err)
 		require.True(t, ok)
 
@@ -205,7 +207,7 @@ func testInspect(t *testing.T, newDriver Factory) {
 		require.True(t, ok)
 		j, err := ex.JobGet(ctx, c.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, rowtype.StatusPending, j.Status)
 		require.Equal(t, 2, j.MaxAttempts, "one more attempt than it used")
 		require.True(t, j.FinishedAt.IsZero())
 		require.Len(t, j.Errors, 1, "the history is kept")
@@ -214,7 +216,7 @@ func testInspect(t *testing.T, newDriver Factory) {
 		require.Equal(t, 2, again.Attempts)
 
 		_, err = ex.JobRetry(ctx, c.ID+1000)
-		require.ErrorIs(t, err, driver.ErrNotFound)
+		require.ErrorIs(t, err, rowtype.ErrNotFound)
 
 		run, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "r"})
 		require.NoError(t, err)
@@ -222,20 +224,20 @@ func testInspect(t *testing.T, newDriver Factory) {
 		require.NoError(t, err)
 		inRun := claimOne(t, ex)
 		require.Equal(t, ids[0], inRun.ID)
-		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: inRun.ID, Attempt: 1, Status: driver.StatusFailed, Error: "boom"})
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: inRun.ID, Attempt: 1, Status: rowtype.StatusFailed, Error: "boom"})
 		require.NoError(t, err)
 		require.True(t, ok)
 		_, err = ex.RunCancel(ctx, run.ID)
 		require.NoError(t, err)
 		_, err = ex.JobRetry(ctx, inRun.ID)
-		require.ErrorIs(t, err, driver.ErrRunCancelled)
+		require.ErrorIs(t, err, rowtype.ErrRunCancelled)
 		j, err = ex.JobGet(ctx, inRun.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusFailed, j.Status, "a refused retry changes nothing")
+		require.Equal(t, rowtype.StatusFailed, j.Status, "a refused retry changes nothing")
 	})
 }
 
-func pageIDs(p *driver.JobPage) []int64 {
+func pageIDs(p *rowtype.JobPage) []int64 {
 	out := make([]int64, len(p.Jobs))
 	for i, j := range p.Jobs {
 		out[i] = j.ID
@@ -257,7 +259,7 @@ func testCompleteMany(t *testing.T, newDriver Factory) {
 	got, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "q", Max: 6})
 	require.NoError(t, err)
 	require.Len(t, got, 6)
-	slices.SortFunc(got, func(a, b *driver.JobRow) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(got, func(a, b *rowtype.JobRow) int { return cmp.Compare(a.ID, b.ID) })
 
 	// Job 1 is reaped and claimed again (attempt 2); job 2 is cancelled.
 	reaped, err := ex.JobReap(ctx, &driver.JobReapParams{StaleAfter: -time.Hour, Max: 1})
@@ -293,12 +295,12 @@ func testCompleteMany(t *testing.T, newDriver Factory) {
 	for _, w := range want {
 		j, err := ex.JobGet(ctx, w.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusDone, j.Status)
+		require.Equal(t, rowtype.StatusDone, j.Status)
 		require.False(t, j.FinishedAt.IsZero())
 	}
 	j, err := ex.JobGet(ctx, cancelled)
 	require.NoError(t, err)
-	require.Equal(t, driver.StatusCancelled, j.Status)
+	require.Equal(t, rowtype.StatusCancelled, j.Status)
 
 	again2, err := ex.JobCompleteMany(ctx, refs)
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -26,14 +28,14 @@ func testPrune(t *testing.T, newDriver Factory) {
 		require.NoError(t, err)
 		return ids
 	}
-	claim := func(queue string, n int) []*driver.JobRow {
+	claim := func(queue string, n int) []*rowtype.JobRow {
 		got, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: queue, Max: n})
 		require.NoError(t, err)
 		require.Len(t, got, n)
-		slices.SortFunc(got, func(a, b *driver.JobRow) int { return int(a.ID - b.ID) })
+		slices.SortFunc(got, func(a, b *rowtype.JobRow) int { return int(a.ID - b.ID) })
 		return got
 	}
-	done := func(jobs []*driver.JobRow) []int64 {
+	done := func(jobs []*rowtype.JobRow) []int64 {
 		refs := make([]driver.JobRef, len(jobs))
 		ids := make([]int64, len(jobs))
 		for i, j := range jobs {
@@ -49,7 +51,7 @@ func testPrune(t *testing.T, newDriver Factory) {
 	claimed := claim("q", 7)
 	doneIDs := done(claimed[:5])
 	failed := claimed[5]
-	ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: failed.ID, Attempt: failed.Attempts, Status: driver.StatusFailed, Error: "boom"})
+	ok, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: failed.ID, Attempt: failed.Attempts, Status: rowtype.StatusFailed, Error: "boom"})
 	require.NoError(t, err)
 	require.True(t, ok)
 	running := claimed[6]
@@ -58,14 +60,14 @@ func testPrune(t *testing.T, newDriver Factory) {
 	otherDone := done(claim("other", 2))
 
 	// Young jobs stay.
-	got, err := ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "q", Status: driver.StatusDone, OlderThan: time.Hour, Max: 10})
+	got, err := ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "q", Status: rowtype.StatusDone, OlderThan: time.Hour, Max: 10})
 	require.NoError(t, err)
 	require.Empty(t, got)
 
 	// Old DONE jobs of q go, two at a time, each batch ascending.
 	var all []int64
 	for {
-		got, err := ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "q", Status: driver.StatusDone, OlderThan: -time.Hour, Max: 2})
+		got, err := ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "q", Status: rowtype.StatusDone, OlderThan: -time.Hour, Max: 2})
 		require.NoError(t, err)
 		if len(got) == 0 {
 			break
@@ -77,22 +79,22 @@ func testPrune(t *testing.T, newDriver Factory) {
 	slices.Sort(all)
 	require.Equal(t, doneIDs, all)
 
-	got, err = ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "q", Status: driver.StatusFailed, OlderThan: -time.Hour})
+	got, err = ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "q", Status: rowtype.StatusFailed, OlderThan: -time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, []int64{failed.ID}, got)
 
-	for _, st := range []driver.JobStatus{driver.StatusPending, driver.StatusRunning, "NONSENSE"} {
+	for _, st := range []rowtype.JobStatus{rowtype.StatusPending, rowtype.StatusRunning, "NONSENSE"} {
 		_, err = ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "q", Status: st, OlderThan: -time.Hour})
 		require.ErrorContains(t, err, "is not a final status")
 	}
 
 	for _, id := range doneIDs {
 		_, err := ex.JobGet(ctx, id)
-		require.ErrorIs(t, err, driver.ErrNotFound)
+		require.ErrorIs(t, err, rowtype.ErrNotFound)
 	}
 	j, err := ex.JobGet(ctx, running.ID)
 	require.NoError(t, err)
-	require.Equal(t, driver.StatusRunning, j.Status)
+	require.Equal(t, rowtype.StatusRunning, j.Status)
 	for _, id := range append(pending, otherDone...) {
 		_, err := ex.JobGet(ctx, id)
 		require.NoError(t, err, "job %d of another status or queue stays", id)

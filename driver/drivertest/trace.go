@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -60,13 +62,13 @@ func testTrace(t *testing.T, newDriver Factory) {
 	require.ErrorIs(t, err, stop)
 	j, err := ex.JobGet(ctx, ids2[0])
 	require.NoError(t, err)
-	require.Equal(t, driver.StatusPending, j.Status, "the aborted cancel was rolled back")
+	require.Equal(t, rowtype.StatusPending, j.Status, "the aborted cancel was rolled back")
 	r, err := ex.RunGet(ctx, run2.ID)
 	require.NoError(t, err)
-	require.Equal(t, driver.RunActive, r.Status)
+	require.Equal(t, rowtype.RunActive, r.Status)
 	for _, id := range ids {
 		j, err := ex.JobGet(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusCancelled, j.Status)
+		require.Equal(t, rowtype.StatusCancelled, j.Status)
 	}
 }

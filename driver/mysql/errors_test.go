@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
@@ -74,7 +75,7 @@ func TestClassifiesRealErrors(t *testing.T) {
 		require.NoError(t, first)
 	}
 	require.Error(t, dead)
-	require.Equal(t, driver.ErrorDeadlock, drv.ClassifyError(dead))
+	require.Equal(t, rowtype.ErrorDeadlock, drv.ClassifyError(dead))
 	require.True(t, drv.ClassifyError(dead).Retryable())
 	_ = a.Rollback()
 	_ = b.Rollback()
@@ -91,7 +92,7 @@ func TestClassifiesRealErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = conn.ExecContext(ctx, "UPDATE pair SET v = v + 1 WHERE id = 1")
 	require.Error(t, err)
-	require.Equal(t, driver.ErrorLockTimeout, drv.ClassifyError(err))
+	require.Equal(t, rowtype.ErrorLockTimeout, drv.ClassifyError(err))
 }
 
 type countArgs struct{}
@@ -175,11 +176,11 @@ func TestClassifiesConnectionErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = victim.ExecContext(ctx, "SELECT 1")
 	require.Error(t, err)
-	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
+	require.Equal(t, rowtype.ErrorConnection, drv.ClassifyError(err), "%v", err)
 	require.False(t, drv.ClassifyError(err).Retryable())
 
 	// A port nobody listens on.
 	_, err = mysql.Open(ctx, fmt.Sprintf("root@tcp(%s)/x?timeout=2s", testdb.ClosedAddr(t)))
 	require.Error(t, err)
-	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
+	require.Equal(t, rowtype.ErrorConnection, drv.ClassifyError(err), "%v", err)
 }

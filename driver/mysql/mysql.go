@@ -13,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	gomysql "github.com/go-sql-driver/mysql"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 )
@@ -38,7 +40,7 @@ type Driver struct {
 	dialect   *sqlexec.Dialect
 }
 
-var _ lsdriver.Driver = (*Driver)(nil)
+var _ driver.Driver = (*Driver)(nil)
 
 // Open opens a pool from a go-sql-driver DSN ("user:pass@tcp(host:3306)/db").
 // parseTime is switched on; the driver compares times on the server's UTC
@@ -163,26 +165,26 @@ func (d *Driver) beginTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 	return db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
-func classify(err error) (lsdriver.ErrorKind, string) {
+func classify(err error) (rowtype.ErrorKind, string) {
 	var me *gomysql.MySQLError
 	if !errors.As(err, &me) {
 		// The driver reports a connection lost mid-statement as
 		// ErrInvalidConn (it has already logged the network error).
-		if errors.Is(err, gomysql.ErrInvalidConn) || lsdriver.BrokenConnection(err) {
-			return lsdriver.ErrorConnection, ""
+		if errors.Is(err, gomysql.ErrInvalidConn) || driver.BrokenConnection(err) {
+			return rowtype.ErrorConnection, ""
 		}
-		return lsdriver.ErrorOther, ""
+		return rowtype.ErrorOther, ""
 	}
 	code := strconv.Itoa(int(me.Number))
 	switch me.Number {
 	case 1213:
-		return lsdriver.ErrorDeadlock, code
+		return rowtype.ErrorDeadlock, code
 	case 1205, 3572: // 3572: MySQL 8's NOWAIT
-		return lsdriver.ErrorLockTimeout, code
+		return rowtype.ErrorLockTimeout, code
 	case 1020: // MariaDB 11.6+ innodb_snapshot_isolation: record changed
-		return lsdriver.ErrorSerialization, code
+		return rowtype.ErrorSerialization, code
 	case 1062: // ER_DUP_ENTRY
-		return lsdriver.ErrorDuplicate, code
+		return rowtype.ErrorDuplicate, code
 	case 1053, // ER_SERVER_SHUTDOWN
 		1077, // ER_NORMAL_SHUTDOWN
 		1152, // ER_ABORTING_CONNECTION
@@ -190,9 +192,9 @@ func classify(err error) (lsdriver.ErrorKind, string) {
 		2006, // CR_SERVER_GONE_ERROR
 		2013, // CR_SERVER_LOST
 		4031: // MySQL 8.0.24+ ER_CLIENT_INTERACTION_TIMEOUT
-		return lsdriver.ErrorConnection, code
+		return rowtype.ErrorConnection, code
 	}
-	return lsdriver.ErrorOther, code
+	return rowtype.ErrorOther, code
 }
 
 // Dialect implements driver.Driver.
@@ -221,10 +223,10 @@ func Migrations() fs.FS {
 func (d *Driver) DB() *sql.DB { return d.db }
 
 // Executor implements driver.Driver.
-func (d *Driver) Executor() lsdriver.Executor { return sqlexec.New(d.dialect, d.db) }
+func (d *Driver) Executor() driver.Executor { return sqlexec.New(d.dialect, d.db) }
 
 // Begin implements driver.Driver.
-func (d *Driver) Begin(ctx context.Context) (lsdriver.Tx, error) {
+func (d *Driver) Begin(ctx context.Context) (driver.Tx, error) {
 	tx, err := d.BeginSQL(ctx)
 	if err != nil {
 		return nil, err
@@ -242,7 +244,7 @@ func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
 }
 
 // UnwrapTx implements driver.Driver: it accepts a *sql.Tx.
-func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
+func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
 	t, ok := tx.(*sql.Tx)
 	if !ok || t == nil {
 		return nil, fmt.Errorf("mysql: transaction must be a *sql.Tx, got %T", tx)
@@ -251,8 +253,8 @@ func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
 }
 
 // ClassifyError implements driver.Driver.
-func (d *Driver) ClassifyError(err error) lsdriver.ErrorKind {
-	if k := lsdriver.KindOf(err); k != lsdriver.ErrorOther {
+func (d *Driver) ClassifyError(err error) rowtype.ErrorKind {
+	if k := rowtype.KindOf(err); k != rowtype.ErrorOther {
 		return k
 	}
 	k, _ := classify(err)

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
@@ -66,7 +67,7 @@ func TestClassifiesRealErrors(t *testing.T) {
 		require.NoError(t, first)
 	}
 	require.Error(t, dead)
-	require.Equal(t, driver.ErrorDeadlock, drv.ClassifyError(dead))
+	require.Equal(t, rowtype.ErrorDeadlock, drv.ClassifyError(dead))
 	_ = a.Rollback()
 	_ = b.Rollback()
 
@@ -82,7 +83,7 @@ func TestClassifiesRealErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = d.Exec("UPDATE pair SET v = v + 1 WHERE id = 1")
 	require.Error(t, err)
-	require.Equal(t, driver.ErrorLockTimeout, drv.ClassifyError(err))
+	require.Equal(t, rowtype.ErrorLockTimeout, drv.ClassifyError(err))
 }
 
 // TestClassifiesConnectionErrors: a backend terminated by the server
@@ -105,10 +106,10 @@ func TestClassifiesConnectionErrors(t *testing.T) {
 	require.True(t, ok)
 	_, err = victim.ExecContext(ctx, "SELECT 1")
 	require.Error(t, err)
-	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
+	require.Equal(t, rowtype.ErrorConnection, drv.ClassifyError(err), "%v", err)
 	require.False(t, drv.ClassifyError(err).Retryable())
 
 	_, err = postgres.Open(ctx, fmt.Sprintf("postgres://postgres@%s/x?connect_timeout=2", testdb.ClosedAddr(t)))
 	require.Error(t, err)
-	require.Equal(t, driver.ErrorConnection, drv.ClassifyError(err), "%v", err)
+	require.Equal(t, rowtype.ErrorConnection, drv.ClassifyError(err), "%v", err)
 }

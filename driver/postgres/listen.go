@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 )
 
@@ -26,8 +26,8 @@ const WakeChannel = "lockstep_wake"
 const DefaultNotifyCooldown = 2 * time.Millisecond
 
 var (
-	_ lsdriver.Notifier = (*Driver)(nil)
-	_ lsdriver.Listener = (*listener)(nil)
+	_ driver.Notifier = (*Driver)(nil)
+	_ driver.Listener = (*listener)(nil)
 )
 
 // WithoutNotify returns a driver on the same pool whose inserts and
@@ -55,7 +55,7 @@ func (d *Driver) withWake(w *sqlexec.Wake) *Driver {
 // the pool's connection settings — a pooled connection cannot hold a
 // LISTEN — and subscribes to WakeChannel. (Behind a pooler in transaction
 // mode LISTEN does not work; set Config.DisableNotify there.)
-func (d *Driver) Listen(ctx context.Context) (lsdriver.Listener, error) {
+func (d *Driver) Listen(ctx context.Context) (driver.Listener, error) {
 	cfg, err := d.connConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: listen: %w", err)

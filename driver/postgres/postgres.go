@@ -13,13 +13,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 )
@@ -36,7 +38,7 @@ type Driver struct {
 	dialect *sqlexec.Dialect
 }
 
-var _ lsdriver.Driver = (*Driver)(nil)
+var _ driver.Driver = (*Driver)(nil)
 
 // Open creates a pgx pool from a postgres:// URL or key=value DSN.
 func Open(ctx context.Context, dsn string) (*Driver, error) {
@@ -147,7 +149,7 @@ func CheckVersion(version string) error {
 	return nil
 }
 
-func columnarInsert(jobs []lsdriver.JobInsertParams) []any {
+func columnarInsert(jobs []driver.JobInsertParams) []any {
 	runs := make([]int64, len(jobs))
 	queues := make([]string, len(jobs))
 	kinds := make([]string, len(jobs))
@@ -169,33 +171,33 @@ func columnarInsert(jobs []lsdriver.JobInsertParams) []any {
 	return []any{runs, queues, kinds, args, prios, maxes, ats, metas}
 }
 
-func classify(err error) (lsdriver.ErrorKind, string) {
+func classify(err error) (rowtype.ErrorKind, string) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		var ce *pgconn.ConnectError
-		if errors.As(err, &ce) || lsdriver.BrokenConnection(err) {
-			return lsdriver.ErrorConnection, ""
+		if errors.As(err, &ce) || driver.BrokenConnection(err) {
+			return rowtype.ErrorConnection, ""
 		}
-		return lsdriver.ErrorOther, ""
+		return rowtype.ErrorOther, ""
 	}
 	switch pe.Code {
 	case "40P01":
-		return lsdriver.ErrorDeadlock, pe.Code
+		return rowtype.ErrorDeadlock, pe.Code
 	case "40001":
-		return lsdriver.ErrorSerialization, pe.Code
+		return rowtype.ErrorSerialization, pe.Code
 	case "55P03":
-		return lsdriver.ErrorLockTimeout, pe.Code
+		return rowtype.ErrorLockTimeout, pe.Code
 	case "23505": // unique_violation
-		return lsdriver.ErrorDuplicate, pe.Code
+		return rowtype.ErrorDuplicate, pe.Code
 	case "57P01", // admin_shutdown: the server is stopping, or the session was terminated
 		"57P02", // crash_shutdown
 		"57P03": // cannot_connect_now: the server is starting
-		return lsdriver.ErrorConnection, pe.Code
+		return rowtype.ErrorConnection, pe.Code
 	}
 	if strings.HasPrefix(pe.Code, "08") { // class 08: connection exception
-		return lsdriver.ErrorConnection, pe.Code
+		return rowtype.ErrorConnection, pe.Code
 	}
-	return lsdriver.ErrorOther, pe.Code
+	return rowtype.ErrorOther, pe.Code
 }
 
 // Dialect implements driver.Driver.
@@ -224,10 +226,10 @@ func (d *Driver) DB() *sql.DB { return d.db }
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
 // Executor implements driver.Driver.
-func (d *Driver) Executor() lsdriver.Executor { return sqlexec.New(d.dialect, d.db) }
+func (d *Driver) Executor() driver.Executor { return sqlexec.New(d.dialect, d.db) }
 
 // Begin implements driver.Driver.
-func (d *Driver) Begin(ctx context.Context) (lsdriver.Tx, error) {
+func (d *Driver) Begin(ctx context.Context) (driver.Tx, error) {
 	tx, err := d.BeginSQL(ctx)
 	if err != nil {
 		return nil, err
@@ -245,7 +247,7 @@ func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
 }
 
 // UnwrapTx implements driver.Driver: it accepts a *sql.Tx or a pgx.Tx.
-func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
+func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
 	switch t := tx.(type) {
 	case *sql.Tx:
 		if t != nil {
@@ -260,8 +262,8 @@ func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
 }
 
 // ClassifyError implements driver.Driver.
-func (d *Driver) ClassifyError(err error) lsdriver.ErrorKind {
-	if k := lsdriver.KindOf(err); k != lsdriver.ErrorOther {
+func (d *Driver) ClassifyError(err error) rowtype.ErrorKind {
+	if k := rowtype.KindOf(err); k != rowtype.ErrorOther {
 		return k
 	}
 	k, _ := classify(err)

@@ -15,10 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 )
@@ -34,7 +36,7 @@ type Driver struct {
 	dialect *sqlexec.Dialect
 }
 
-var _ lsdriver.Driver = (*Driver)(nil)
+var _ driver.Driver = (*Driver)(nil)
 
 // Open opens (creating if needed) the database file at path with the
 // settings the queue needs: WAL, BEGIN IMMEDIATE, a busy timeout.
@@ -91,21 +93,21 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	return d, nil
 }
 
-func classify(err error) (lsdriver.ErrorKind, string) {
+func classify(err error) (rowtype.ErrorKind, string) {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return lsdriver.ErrorOther, ""
+		return rowtype.ErrorOther, ""
 	}
 	code := se.Code()
 	// Extended codes carry the primary code in their low byte.
 	switch code & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return lsdriver.ErrorBusy, strconv.Itoa(code)
+		return rowtype.ErrorBusy, strconv.Itoa(code)
 	}
 	if code == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
-		return lsdriver.ErrorDuplicate, strconv.Itoa(code)
+		return rowtype.ErrorDuplicate, strconv.Itoa(code)
 	}
-	return lsdriver.ErrorOther, strconv.Itoa(code)
+	return rowtype.ErrorOther, strconv.Itoa(code)
 }
 
 // Dialect implements driver.Driver.
@@ -131,10 +133,10 @@ func Migrations() fs.FS {
 func (d *Driver) DB() *sql.DB { return d.db }
 
 // Executor implements driver.Driver.
-func (d *Driver) Executor() lsdriver.Executor { return sqlexec.New(d.dialect, d.db) }
+func (d *Driver) Executor() driver.Executor { return sqlexec.New(d.dialect, d.db) }
 
 // Begin implements driver.Driver.
-func (d *Driver) Begin(ctx context.Context) (lsdriver.Tx, error) {
+func (d *Driver) Begin(ctx context.Context) (driver.Tx, error) {
 	tx, err := d.BeginSQL(ctx)
 	if err != nil {
 		return nil, err
@@ -152,14 +154,14 @@ func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
 }
 
 func (d *Driver) wrap(op string, err error) error {
-	if kind, code := classify(err); kind != lsdriver.ErrorOther {
-		return fmt.Errorf("sqlite: %s: %w", op, &lsdriver.DBError{Kind: kind, Code: code, Err: err})
+	if kind, code := classify(err); kind != rowtype.ErrorOther {
+		return fmt.Errorf("sqlite: %s: %w", op, &rowtype.DBError{Kind: kind, Code: code, Err: err})
 	}
 	return fmt.Errorf("sqlite: %s: %w", op, err)
 }
 
 // UnwrapTx implements driver.Driver: it accepts a *sql.Tx.
-func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
+func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
 	t, ok := tx.(*sql.Tx)
 	if !ok || t == nil {
 		return nil, fmt.Errorf("sqlite: transaction must be a *sql.Tx, got %T", tx)
@@ -168,8 +170,8 @@ func (d *Driver) UnwrapTx(tx any) (lsdriver.Executor, error) {
 }
 
 // ClassifyError implements driver.Driver.
-func (d *Driver) ClassifyError(err error) lsdriver.ErrorKind {
-	if k := lsdriver.KindOf(err); k != lsdriver.ErrorOther {
+func (d *Driver) ClassifyError(err error) rowtype.ErrorKind {
+	if k := rowtype.KindOf(err); k != rowtype.ErrorOther {
 		return k
 	}
 	k, _ := classify(err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -42,6 +44,6 @@ func TestClassifiesBusy(t *testing.T) {
 	t.Cleanup(func() { _ = impatient.Close() })
 	_, err = impatient.BeginTx(ctx, nil)
 	require.Error(t, err)
-	require.Equal(t, driver.ErrorBusy, d.ClassifyError(err))
+	require.Equal(t, rowtype.ErrorBusy, d.ClassifyError(err))
 	require.True(t, d.ClassifyError(err).Retryable())
 }

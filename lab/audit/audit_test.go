@@ -22,7 +22,7 @@ func TestSeedAttempt(t *testing.T) {
 	db, err := sql.Open("mysql", testdb.MySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	in, err := audit.LoadDir("../../examples/seed-attempt")
+	in, err := audit.LoadDir("../attempt/sql")
 	require.NoError(t, err)
 	require.Len(t, in.Statements, 3)
 	require.Len(t, in.Data, 2)

@@ -29,7 +29,7 @@ import (
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
-	"github.com/lockstep-queue/lockstep/lab/statusaudit"
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 )
 
 // Config configures a chaos run. Zero values take the documented defaults.

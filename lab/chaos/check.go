@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/lab/statusaudit"
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 )
 
 // maxProblems bounds the problem list: past it only the count grows.
@@ -30,7 +32,7 @@ func Check(ctx context.Context, drv driver.Driver, k Known) (*Result, error) {
 }
 
 type jobState struct {
-	status   driver.JobStatus
+	status   rowtype.JobStatus
 	attempts int
 }
 
@@ -47,8 +49,8 @@ func (c *checker) problem(format string, args ...any) {
 	}
 }
 
-func terminal(s driver.JobStatus) bool {
-	return s == driver.StatusDone || s == driver.StatusFailed || s == driver.StatusCancelled
+func terminal(s rowtype.JobStatus) bool {
+	return s == rowtype.StatusDone || s == rowtype.StatusFailed || s == rowtype.StatusCancelled
 }
 
 func readJobs(ctx context.Context, drv driver.Driver) (map[int64]jobState, error) {
@@ -65,7 +67,7 @@ func readJobs(ctx context.Context, drv driver.Driver) (map[int64]jobState, error
 		if err := rows.Scan(&id, &st, &j.attempts); err != nil {
 			return nil, fmt.Errorf("chaos: read jobs: %w", err)
 		}
-		j.status = driver.JobStatus(st)
+		j.status = rowtype.JobStatus(st)
 		out[id] = j
 	}
 	if err := rows.Err(); err != nil {
@@ -109,9 +111,9 @@ func check(ctx context.Context, drv driver.Driver, k Known, res *Result) error {
 // job checks one job against the audit and the ledger.
 func (c *checker) job(id int64, j jobState, runCancelled bool, trs []statusaudit.Transition, execs []execution, killed map[int]bool) {
 	switch j.status {
-	case driver.StatusDone:
+	case rowtype.StatusDone:
 		c.res.Done++
-	case driver.StatusCancelled:
+	case rowtype.StatusCancelled:
 		c.res.Cancelled++
 		if !runCancelled {
 			c.problem("job %d is CANCELLED but its run was not cancelled", id)
@@ -131,11 +133,11 @@ func (c *checker) job(id int64, j jobState, runCancelled bool, trs []statusaudit
 			if t.To != j.status {
 				c.problem("job %d: audit seq %d made it %s but it is %s", id, t.Seq, t.To, j.status)
 			}
-			if t.To == driver.StatusDone && t.Attempts != j.attempts {
+			if t.To == rowtype.StatusDone && t.Attempts != j.attempts {
 				c.problem("job %d: DONE written at attempt %d but the job has %d", id, t.Attempts, j.attempts)
 			}
 		}
-		if t.From == driver.StatusRunning && t.To == driver.StatusPending && t.Errored {
+		if t.From == rowtype.StatusRunning && t.To == rowtype.StatusPending && t.Errored {
 			c.res.Reaps++
 		}
 	}
@@ -168,13 +170,13 @@ func (c *checker) job(id int64, j jobState, runCancelled bool, trs []statusaudit
 		}
 	}
 	for _, t := range trs {
-		if t.From == driver.StatusRunning && t.To == driver.StatusPending && t.Errored {
+		if t.From == rowtype.StatusRunning && t.To == rowtype.StatusPending && t.Errored {
 			if e, ok := byAttempt[t.Attempts]; ok && !killed[e.pid] {
 				c.problem("job %d: attempt %d was reaped but its pid %d was never killed", id, t.Attempts, e.pid)
 			}
 		}
 	}
-	if j.status == driver.StatusDone {
+	if j.status == rowtype.StatusDone {
 		e, ok := byAttempt[j.attempts]
 		switch {
 		case !ok:

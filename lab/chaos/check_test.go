@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/lab/statusaudit"
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 )
 
 // TestCheckerFindsEachBrokenPromise feeds the checker one job's records,
@@ -16,10 +17,10 @@ import (
 // TestKill9MidJob).
 func TestCheckerFindsEachBrokenPromise(t *testing.T) {
 	const (
-		pending   = driver.StatusPending
-		running   = driver.StatusRunning
-		done      = driver.StatusDone
-		cancelled = driver.StatusCancelled
+		pending   = rowtype.StatusPending
+		running   = rowtype.StatusRunning
+		done      = rowtype.StatusDone
+		cancelled = rowtype.StatusCancelled
 	)
 	sound := func() (jobState, []statusaudit.Transition, []execution) {
 		return jobState{status: done, attempts: 2},

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/lockstep-queue/lockstep/lab/seed"
+	"github.com/lockstep-queue/lockstep/lab/attempt"
 )
 
 // DefaultStatement is the seed's cancel of run 3, unhinted.
-var DefaultStatement = seed.Stmt{SQL: "UPDATE attempt SET status='CANCELLED' WHERE run_id=? AND status IN ('PENDING','RUNNING')", Args: []any{int64(seed.Target)}}
+var DefaultStatement = attempt.Stmt{SQL: "UPDATE attempt SET status='CANCELLED' WHERE run_id=? AND status IN ('PENDING','RUNNING')", Args: []any{int64(attempt.Target)}}
 
 // Row is one line of the seed's EXPLAIN table.
 type Row struct {
@@ -29,19 +29,19 @@ type Row struct {
 // Run creates the seed's table in db's database, loads each distribution
 // in turn (refreshing statistics) and EXPLAINs the statement under it; the
 // table is dropped afterwards unless keep is set.
-func Run(ctx context.Context, db *sql.DB, stmt seed.Stmt, dists []seed.Distribution, keep bool) ([]Row, error) {
-	if err := seed.Create(ctx, db); err != nil {
+func Run(ctx context.Context, db *sql.DB, stmt attempt.Stmt, dists []attempt.Distribution, keep bool) ([]Row, error) {
+	if err := attempt.Create(ctx, db); err != nil {
 		return nil, err
 	}
 	if !keep {
-		defer func() { _ = seed.Drop(context.WithoutCancel(ctx), db) }()
+		defer func() { _ = attempt.Drop(context.WithoutCancel(ctx), db) }()
 	}
 	var out []Row
 	for _, d := range dists {
-		if err := seed.Load(ctx, db, d); err != nil {
+		if err := attempt.Load(ctx, db, d); err != nil {
 			return out, err
 		}
-		plan, err := seed.Explain(ctx, db, stmt)
+		plan, err := attempt.Explain(ctx, db, stmt)
 		if err != nil {
 			return out, fmt.Errorf("explain: %s: %w", d.Name, err)
 		}
@@ -52,7 +52,7 @@ func Run(ctx context.Context, db *sql.DB, stmt seed.Stmt, dists []seed.Distribut
 }
 
 // WriteText prints the rows as the seed's table.
-func WriteText(w io.Writer, stmt seed.Stmt, rows []Row) error {
+func WriteText(w io.Writer, stmt attempt.Stmt, rows []Row) error {
 	if _, err := fmt.Fprintf(w, "EXPLAIN %s\n\n", stmt.Text()); err != nil {
 		return err
 	}

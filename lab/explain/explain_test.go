@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/attempt"
 	"github.com/lockstep-queue/lockstep/lab/explain"
-	"github.com/lockstep-queue/lockstep/lab/seed"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -24,12 +24,12 @@ func TestSeedDistributions(t *testing.T) {
 	db, err := sql.Open("mysql", testdb.MySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	_, err = seed.ParseDistribution("run 3: 3 PENDING / 497 DONE:500:3")
+	_, err = attempt.ParseDistribution("run 3: 3 PENDING / 497 DONE:500:3")
 	require.Error(t, err, "a name with colons is ambiguous")
-	tail, err := seed.ParseDistribution("tail:500:3")
+	tail, err := attempt.ParseDistribution("tail:500:3")
 	require.NoError(t, err)
 
-	rows, err := explain.Run(context.Background(), db, explain.DefaultStatement, append(seed.Distributions(), tail), false)
+	rows, err := explain.Run(context.Background(), db, explain.DefaultStatement, append(attempt.Distributions(), tail), false)
 	require.NoError(t, err)
 	var b strings.Builder
 	require.NoError(t, explain.WriteText(&b, explain.DefaultStatement, rows))

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/sqlrows"
-	"github.com/lockstep-queue/lockstep/locktest"
+	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
 )
 
 // The second seed's own table and data: 1,000 attempts in 10 runs of 100,
@@ -133,9 +134,9 @@ func TestNegativeControls(t *testing.T) {
 				for _, w := range out.Waits {
 					t.Logf("seen: %s", w)
 				}
-				kinds := []driver.ErrorKind{s.drv.ClassifyError(out.ErrA), s.drv.ClassifyError(out.ErrB)}
+				kinds := []rowtype.ErrorKind{s.drv.ClassifyError(out.ErrA), s.drv.ClassifyError(out.ErrB)}
 				if c.deadlock {
-					require.Contains(t, kinds, driver.ErrorDeadlock, "expected error 1213; A: %v, B: %v", out.ErrA, out.ErrB)
+					require.Contains(t, kinds, rowtype.ErrorDeadlock, "expected error 1213; A: %v, B: %v", out.ErrA, out.ErrB)
 					t.Logf("1213 as expected: A: %v; B: %v", out.ErrA, out.ErrB)
 					return
 				}

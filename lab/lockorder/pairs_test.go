@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/locktest"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 // op is one unit of the queue's work, as the client issues it.
@@ -53,14 +55,14 @@ var (
 	}}
 	enqueueIntoRun = op{"enqueue into run 1", func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobInsertIntoRun(ctx, runOfPending, []driver.JobInsertParams{{Queue: "default", Kind: "k", Args: []byte(`{}`), MaxAttempts: 5}})
-		if errors.Is(err, driver.ErrRunCancelled) {
+		if errors.Is(err, rowtype.ErrRunCancelled) {
 			return nil // the run was cancelled first: refused, as it must be
 		}
 		return err
 	}}
 	retryFailed = op{"retry job 2", func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobRetry(ctx, failedInRun)
-		if errors.Is(err, driver.ErrRunCancelled) {
+		if errors.Is(err, rowtype.ErrRunCancelled) {
 			return nil // the run was cancelled first: refused, as it must be
 		}
 		return err
@@ -82,14 +84,14 @@ func enqueueUnique(id int64) op {
 
 // pruneFailed is retention deleting FAILED jobs (job 2 among them).
 var pruneFailed = op{"prune FAILED", func(ctx context.Context, ex driver.Executor) error {
-	_, err := ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "default", Status: driver.StatusFailed, OlderThan: -time.Hour, Max: 100})
+	_, err := ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "default", Status: rowtype.StatusFailed, OlderThan: -time.Hour, Max: 100})
 	return err
 }}
 
 func deleted(id int64) func(t *testing.T, s server) {
 	return func(t *testing.T, s server) {
 		_, err := s.drv.Executor().JobGet(context.Background(), id)
-		require.ErrorIs(t, err, driver.ErrNotFound, "job %d", id)
+		require.ErrorIs(t, err, rowtype.ErrNotFound, "job %d", id)
 	}
 }
 
@@ -99,7 +101,7 @@ var completeMany = op{"complete many 5500", func(ctx context.Context, ex driver.
 	return err
 }}
 
-func finish(status driver.JobStatus, snooze bool) op {
+func finish(status rowtype.JobStatus, snooze bool) op {
 	name := "finish " + string(status)
 	if snooze {
 		name = "snooze"
@@ -124,7 +126,7 @@ type pair struct {
 	duplicateOK bool
 }
 
-func finalIs(id int64, want ...driver.JobStatus) func(t *testing.T, s server) {
+func finalIs(id int64, want ...rowtype.JobStatus) func(t *testing.T, s server) {
 	return func(t *testing.T, s server) {
 		got := status(t, s, id)
 		require.Contains(t, want, got, "job %d", id)
@@ -135,44 +137,44 @@ func runSettled(run int64) func(t *testing.T, s server) {
 	return func(t *testing.T, s server) {
 		counts, err := s.drv.Executor().RunCounts(context.Background(), run)
 		require.NoError(t, err)
-		require.Zero(t, counts[driver.StatusPending]+counts[driver.StatusRunning], "run %d still has live jobs after its cancel: %v", run, counts)
+		require.Zero(t, counts[rowtype.StatusPending]+counts[rowtype.StatusRunning], "run %d still has live jobs after its cancel: %v", run, counts)
 	}
 }
 
 func pairs() []pair {
 	var out []pair
-	for _, f := range []op{finish(driver.StatusDone, false), completeMany, finish(driver.StatusFailed, false), finish(driver.StatusPending, false), finish(driver.StatusPending, true)} {
+	for _, f := range []op{finish(rowtype.StatusDone, false), completeMany, finish(rowtype.StatusFailed, false), finish(rowtype.StatusPending, false), finish(rowtype.StatusPending, true)} {
 		out = append(out,
 			pair{a: f, b: cancelRunOfRunning, bWaits: true, checkEnd: runSettled(runOfRunning)},
-			pair{a: cancelRunOfRunning, b: f, bWaits: true, checkEnd: finalIs(running, driver.StatusCancelled)},
+			pair{a: cancelRunOfRunning, b: f, bWaits: true, checkEnd: finalIs(running, rowtype.StatusCancelled)},
 			pair{a: f, b: cancelJobRunning, bWaits: true},
-			pair{a: reap, b: f, bWaits: true, checkEnd: finalIs(running, driver.StatusPending)},
+			pair{a: reap, b: f, bWaits: true, checkEnd: finalIs(running, rowtype.StatusPending)},
 			pair{a: f, b: reap, bWaits: true},
 		)
 	}
 	return append(out,
 		pair{a: claim, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
-		pair{a: cancelRunOfPending, b: claim, bWaits: false, checkEnd: finalIs(pendingA, driver.StatusCancelled)},
-		pair{a: claim, b: cancelJobPending, bWaits: true, checkEnd: finalIs(pendingA, driver.StatusCancelled)},
-		pair{a: cancelJobPending, b: claim, bWaits: false, checkEnd: finalIs(pendingA, driver.StatusCancelled)},
+		pair{a: cancelRunOfPending, b: claim, bWaits: false, checkEnd: finalIs(pendingA, rowtype.StatusCancelled)},
+		pair{a: claim, b: cancelJobPending, bWaits: true, checkEnd: finalIs(pendingA, rowtype.StatusCancelled)},
+		pair{a: cancelJobPending, b: claim, bWaits: false, checkEnd: finalIs(pendingA, rowtype.StatusCancelled)},
 		pair{a: reap, b: cancelRunOfRunning, bWaits: true, checkEnd: runSettled(runOfRunning)},
-		pair{a: cancelRunOfRunning, b: reap, bWaits: true, checkEnd: finalIs(running, driver.StatusCancelled)},
+		pair{a: cancelRunOfRunning, b: reap, bWaits: true, checkEnd: finalIs(running, rowtype.StatusCancelled)},
 		pair{a: claim, b: reap, bWaits: false},
 		pair{a: reap, b: claim, bWaits: false},
 		pair{a: heartbeat, b: cancelRunOfRunning, bWaits: true, checkEnd: runSettled(runOfRunning)},
-		pair{a: cancelRunOfRunning, b: heartbeat, bWaits: true, checkEnd: finalIs(running, driver.StatusCancelled)},
+		pair{a: cancelRunOfRunning, b: heartbeat, bWaits: true, checkEnd: finalIs(running, rowtype.StatusCancelled)},
 		pair{a: enqueueIntoRun, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
 		pair{a: cancelRunOfPending, b: enqueueIntoRun, bWaits: true, checkEnd: runSettled(runOfPending)},
 		pair{a: cancelRunOfPending, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
 		// A retry locks the run row in share mode before its job, as an
 		// enqueue into the run does.
-		pair{a: retryFailed, b: cancelRunOfPending, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusCancelled)},
-		pair{a: cancelRunOfPending, b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusFailed)},
-		pair{a: retryFailed, b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusPending)},
+		pair{a: retryFailed, b: cancelRunOfPending, bWaits: true, checkEnd: finalIs(failedInRun, rowtype.StatusCancelled)},
+		pair{a: cancelRunOfPending, b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, rowtype.StatusFailed)},
+		pair{a: retryFailed, b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, rowtype.StatusPending)},
 		// Retention against the one writer of a FAILED job, and against a
 		// cancel of the same run (which touches only its live jobs).
 		pair{a: pruneFailed, b: retryFailed, bWaits: true, checkEnd: deleted(failedInRun)},
-		pair{a: retryFailed, b: pruneFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusPending)},
+		pair{a: retryFailed, b: pruneFailed, bWaits: true, checkEnd: finalIs(failedInRun, rowtype.StatusPending)},
 		pair{a: pruneFailed, b: cancelRunOfPending, bWaits: false, checkEnd: deleted(failedInRun)},
 		pair{a: cancelRunOfPending, b: pruneFailed, bWaits: false, checkEnd: deleted(failedInRun)},
 		pair{a: pruneFailed, b: pruneFailed, bWaits: true, checkEnd: deleted(failedInRun)},
@@ -183,16 +185,16 @@ func pairs() []pair {
 		// waits for the inserting transaction (PostgreSQL's ON CONFLICT DO
 		// NOTHING locks nothing). Neither direction holds PRIMARY while
 		// waiting for a record the other holds: no cycle.
-		pair{a: finish(driver.StatusDone, false), b: enqueueUnique(running), bWaits: true, checkEnd: finalIs(running, driver.StatusDone)},
-		pair{a: enqueueUnique(running), b: finish(driver.StatusDone, false), waitsOn: map[lockview.Flavor]bool{lockview.MariaDB: true, lockview.MySQL: true}, checkEnd: finalIs(running, driver.StatusDone)},
-		pair{a: cancelJobRunning, b: enqueueUnique(running), bWaits: true, checkEnd: finalIs(running, driver.StatusCancelled)},
-		pair{a: retryFailed, b: enqueueUnique(failedInRun), bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusPending), duplicateOK: true},
-		pair{a: enqueueUnique(failedInRun), b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, driver.StatusFailed), duplicateOK: true},
+		pair{a: finish(rowtype.StatusDone, false), b: enqueueUnique(running), bWaits: true, checkEnd: finalIs(running, rowtype.StatusDone)},
+		pair{a: enqueueUnique(running), b: finish(rowtype.StatusDone, false), waitsOn: map[lockview.Flavor]bool{lockview.MariaDB: true, lockview.MySQL: true}, checkEnd: finalIs(running, rowtype.StatusDone)},
+		pair{a: cancelJobRunning, b: enqueueUnique(running), bWaits: true, checkEnd: finalIs(running, rowtype.StatusCancelled)},
+		pair{a: retryFailed, b: enqueueUnique(failedInRun), bWaits: true, checkEnd: finalIs(failedInRun, rowtype.StatusPending), duplicateOK: true},
+		pair{a: enqueueUnique(failedInRun), b: retryFailed, bWaits: true, checkEnd: finalIs(failedInRun, rowtype.StatusFailed), duplicateOK: true},
 		// Processes doing the same thing at once.
 		pair{a: claim, b: claim, bWaits: false},
-		pair{a: reap, b: reap, bWaits: true, checkEnd: finalIs(running, driver.StatusPending)},
-		pair{a: heartbeat, b: finish(driver.StatusDone, false), bWaits: true, checkEnd: finalIs(running, driver.StatusDone)},
-		pair{a: finish(driver.StatusDone, false), b: heartbeat, bWaits: true, checkEnd: finalIs(running, driver.StatusDone)},
+		pair{a: reap, b: reap, bWaits: true, checkEnd: finalIs(running, rowtype.StatusPending)},
+		pair{a: heartbeat, b: finish(rowtype.StatusDone, false), bWaits: true, checkEnd: finalIs(running, rowtype.StatusDone)},
+		pair{a: finish(rowtype.StatusDone, false), b: heartbeat, bWaits: true, checkEnd: finalIs(running, rowtype.StatusDone)},
 	)
 }
 
@@ -279,9 +281,9 @@ func TestWriterPairs(t *testing.T) {
 						require.NoError(t, err)
 						for _, e := range []*error{&out.ErrA, &out.ErrB} {
 							if *e != nil {
-								require.NotEqual(t, driver.ErrorDeadlock, s.drv.ClassifyError(*e), "deadlock: %v", *e)
+								require.NotEqual(t, rowtype.ErrorDeadlock, s.drv.ClassifyError(*e), "deadlock: %v", *e)
 							}
-							if p.duplicateOK && driver.KindOf(*e) == driver.ErrorDuplicate {
+							if p.duplicateOK && rowtype.KindOf(*e) == rowtype.ErrorDuplicate {
 								*e = nil
 							}
 						}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -13,7 +15,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/lab/planguard"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -81,7 +83,7 @@ const (
 	failedInRun        = int64(2) // FAILED, in run 1
 )
 
-func status(t *testing.T, s server, id int64) driver.JobStatus {
+func status(t *testing.T, s server, id int64) rowtype.JobStatus {
 	t.Helper()
 	j, err := s.drv.Executor().JobGet(context.Background(), id)
 	require.NoError(t, err)

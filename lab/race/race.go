@@ -18,13 +18,13 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/lockstep-queue/lockstep/lab/seed"
+	"github.com/lockstep-queue/lockstep/lab/attempt"
 )
 
 // Options configure one experiment (one cancel variant and claim plan).
 type Options struct {
-	Cancel seed.Cancel
-	Claim  seed.Claim
+	Cancel attempt.Cancel
+	Claim  attempt.Claim
 	// Rounds: default 1000. Claimers: default 8.
 	Rounds, Claimers int
 	// Seed makes each round's claim orders reproducible.
@@ -55,7 +55,7 @@ func Run(ctx context.Context, db *sql.DB, opts Options) (*Result, error) {
 	if opts.Claimers <= 0 {
 		opts.Claimers = 8
 	}
-	if err := seed.Create(ctx, db); err != nil {
+	if err := attempt.Create(ctx, db); err != nil {
 		return nil, err
 	}
 	if opts.Cancel.Setup != "" {
@@ -63,7 +63,7 @@ func Run(ctx context.Context, db *sql.DB, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("race: %s: %w", opts.Cancel.Name, err)
 		}
 	}
-	if err := seed.Load(ctx, db, seed.SeedData()); err != nil {
+	if err := attempt.Load(ctx, db, attempt.SeedData()); err != nil {
 		return nil, err
 	}
 	// Enough connections for every session of a round at once.
@@ -80,7 +80,7 @@ func Run(ctx context.Context, db *sql.DB, opts Options) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if _, err := db.ExecContext(ctx, "UPDATE attempt SET status = 'PENDING' WHERE run_id = ?", seed.Target); err != nil {
+		if _, err := db.ExecContext(ctx, "UPDATE attempt SET status = 'PENDING' WHERE run_id = ?", attempt.Target); err != nil {
 			return res, fmt.Errorf("race: reset round %d: %w", round, err)
 		}
 		orders := make([][]int64, opts.Claimers)
@@ -115,7 +115,7 @@ func Run(ctx context.Context, db *sql.DB, opts Options) (*Result, error) {
 }
 
 func runIDs(ctx context.Context, db *sql.DB) ([]int64, error) {
-	rows, err := db.QueryContext(ctx, "SELECT id FROM attempt WHERE run_id = ? ORDER BY id", seed.Target)
+	rows, err := db.QueryContext(ctx, "SELECT id FROM attempt WHERE run_id = ? ORDER BY id", attempt.Target)
 	if err != nil {
 		return nil, fmt.Errorf("race: %w", err)
 	}
@@ -189,13 +189,13 @@ func playRound(ctx context.Context, db *sql.DB, opts Options, orders [][]int64) 
 }
 
 // cancelRun runs the cancel in one transaction, as an application would.
-func cancelRun(ctx context.Context, c *sql.Conn, cancel seed.Cancel) error {
+func cancelRun(ctx context.Context, c *sql.Conn, cancel attempt.Cancel) error {
 	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	stmts, err := cancel.Statements(ctx, tx, int64(seed.Target))
+	stmts, err := cancel.Statements(ctx, tx, int64(attempt.Target))
 	if err != nil {
 		return err
 	}

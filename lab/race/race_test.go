@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/attempt"
 	"github.com/lockstep-queue/lockstep/lab/race"
-	"github.com/lockstep-queue/lockstep/lab/seed"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -36,14 +36,14 @@ func TestRaceMatrix(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	var results []*race.Result
-	for _, cancel := range seed.Cancels() {
-		for _, claim := range seed.Claims() {
+	for _, cancel := range attempt.Cancels() {
+		for _, claim := range attempt.Claims() {
 			r, err := race.Run(context.Background(), db, race.Options{Cancel: cancel, Claim: claim, Rounds: rounds, Seed: 1})
 			require.NoError(t, err)
 			results = append(results, r)
 		}
 	}
-	require.NoError(t, seed.Drop(context.Background(), db))
+	require.NoError(t, attempt.Drop(context.Background(), db))
 	var b strings.Builder
 	require.NoError(t, race.WriteTable(&b, results))
 	t.Log("\n" + b.String())

@@ -17,15 +17,15 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/lockstep-queue/lockstep/lab/seed"
-	"github.com/lockstep-queue/lockstep/locktest"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lab/attempt"
+	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 // Options choose the variant reproduced.
 type Options struct {
-	Cancel seed.Cancel
-	Claim  seed.Claim
+	Cancel attempt.Cancel
+	Claim  attempt.Claim
 	// Isolation of both sessions; default REPEATABLE READ, as in the seed.
 	Isolation sql.IsolationLevel
 	// Keep leaves the scratch table in place afterwards.
@@ -90,22 +90,22 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 	if flavor == lockview.Postgres {
 		return nil, errors.New("repro: the seed's deadlock is InnoDB's (index-record locks); point --dsn at MySQL or MariaDB")
 	}
-	if err := seed.Create(ctx, db); err != nil {
+	if err := attempt.Create(ctx, db); err != nil {
 		return nil, err
 	}
 	if !opts.Keep {
-		defer func() { _ = seed.Drop(context.WithoutCancel(ctx), db) }()
+		defer func() { _ = attempt.Drop(context.WithoutCancel(ctx), db) }()
 	}
 	if opts.Cancel.Setup != "" {
 		if _, err := db.ExecContext(ctx, opts.Cancel.Setup); err != nil {
 			return nil, fmt.Errorf("repro: %s: %w", opts.Cancel.Name, err)
 		}
 	}
-	if err := seed.Load(ctx, db, seed.SeedData()); err != nil {
+	if err := attempt.Load(ctx, db, attempt.SeedData()); err != nil {
 		return nil, err
 	}
 	res := &Result{}
-	claimSQL := seed.Stmt{SQL: opts.Claim.SQL, Args: []any{held}}
+	claimSQL := attempt.Stmt{SQL: opts.Claim.SQL, Args: []any{held}}
 	if res.ClaimKey, err = explainKey(ctx, db, claimSQL); err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 	if cancelPlan == "" {
 		cancelPlan = opts.Cancel.ByID
 	}
-	if res.CancelKey, err = explainKey(ctx, db, seed.Stmt{SQL: cancelPlan, Args: []any{int64(seed.Target)}}); err != nil {
+	if res.CancelKey, err = explainKey(ctx, db, attempt.Stmt{SQL: cancelPlan, Args: []any{int64(attempt.Target)}}); err != nil {
 		return nil, err
 	}
 
@@ -171,7 +171,7 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 			return err
 		}
 		defer func() { _ = tx.Rollback() }()
-		stmts, err := opts.Cancel.Statements(ctx, tx, int64(seed.Target))
+		stmts, err := opts.Cancel.Statements(ctx, tx, int64(attempt.Target))
 		if err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 			for _, s := range stmts {
 				ids = append(ids, fmt.Sprint(s.Args[0]))
 			}
-			rec.add("B", "BEGIN; "+strings.Replace(opts.Cancel.SelectIDs, "?", fmt.Sprint(seed.Target), 1), fmt.Sprintf("%d rows: %s (no locks)", len(stmts), strings.Join(ids, ", ")))
+			rec.add("B", "BEGIN; "+strings.Replace(opts.Cancel.SelectIDs, "?", fmt.Sprint(attempt.Target), 1), fmt.Sprintf("%d rows: %s (no locks)", len(stmts), strings.Join(ids, ", ")))
 		}
 		for i, s := range stmts {
 			text := s.Text()
@@ -241,7 +241,7 @@ func (r *recorder) resultOf(i int, final string) string {
 	return final
 }
 
-func exec(ctx context.Context, tx *sql.Tx, s seed.Stmt) (int64, error) {
+func exec(ctx context.Context, tx *sql.Tx, s attempt.Stmt) (int64, error) {
 	res, err := tx.ExecContext(ctx, s.SQL, s.Args...)
 	if err != nil {
 		return 0, err
@@ -272,8 +272,8 @@ func describe(err error) string {
 	return "error: " + err.Error()
 }
 
-func explainKey(ctx context.Context, db *sql.DB, s seed.Stmt) (string, error) {
-	plan, err := seed.Explain(ctx, db, s)
+func explainKey(ctx context.Context, db *sql.DB, s attempt.Stmt) (string, error) {
+	plan, err := attempt.Explain(ctx, db, s)
 	if err != nil {
 		return "", fmt.Errorf("repro: %w", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/attempt"
 	"github.com/lockstep-queue/lockstep/lab/repro"
-	"github.com/lockstep-queue/lockstep/lab/seed"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -37,8 +37,8 @@ func TestRepro(t *testing.T) {
 		"ids-then-primary/default": false, "ids-then-primary/primary": false,
 		"range-run/primary": false,
 	}
-	for _, cancel := range seed.Cancels() {
-		for _, claim := range seed.Claims() {
+	for _, cancel := range attempt.Cancels() {
+		for _, claim := range attempt.Claims() {
 			name := cancel.Name + "/" + claim.Name
 			t.Run(name, func(t *testing.T) {
 				res, err := repro.Run(context.Background(), db, observer, repro.Options{Cancel: cancel, Claim: claim})
@@ -66,7 +66,7 @@ func TestRepro(t *testing.T) {
 	t.Run("plans", func(t *testing.T) {
 		// The precondition of the unsafe cases: on the seed's data MariaDB
 		// plans the unhinted claim and cancel through idx_status.
-		res, err := repro.Run(context.Background(), db, observer, repro.Options{Cancel: seed.Cancels()[4], Claim: seed.Claims()[0]})
+		res, err := repro.Run(context.Background(), db, observer, repro.Options{Cancel: attempt.Cancels()[4], Claim: attempt.Claims()[0]})
 		require.NoError(t, err)
 		require.Equal(t, "idx_status", res.ClaimKey)
 		require.Equal(t, "idx_status", res.CancelKey)
@@ -79,8 +79,8 @@ func TestRefusesAUsersTable(t *testing.T) {
 	db := open(t, testdb.MySQL(t))
 	_, err := db.Exec("CREATE TABLE attempt (id BIGINT PRIMARY KEY)")
 	require.NoError(t, err)
-	_, err = repro.Run(context.Background(), db, db, repro.Options{Cancel: seed.Cancels()[0], Claim: seed.Claims()[0]})
-	require.ErrorIs(t, err, seed.ErrExists)
+	_, err = repro.Run(context.Background(), db, db, repro.Options{Cancel: attempt.Cancels()[0], Claim: attempt.Claims()[0]})
+	require.ErrorIs(t, err, attempt.ErrExists)
 	var n int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'attempt'").Scan(&n))
 	require.Equal(t, 1, n)

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
 )
@@ -206,7 +208,7 @@ func (d *deadWorker) staleFinishes(ctx context.Context, rng *rand.Rand, all bool
 			d.abandoned = keep
 			return err
 		}
-		if j.Status == driver.StatusRunning && j.Attempts == r.attempt {
+		if j.Status == rowtype.StatusRunning && j.Attempts == r.attempt {
 			keep = append(keep, r) // not reaped yet
 			continue
 		}
@@ -216,13 +218,13 @@ func (d *deadWorker) staleFinishes(ctx context.Context, rng *rand.Rand, all bool
 		p := &driver.JobFinishParams{ID: r.id, Attempt: r.attempt}
 		switch rng.IntN(4) {
 		case 0:
-			p.Status = driver.StatusDone
+			p.Status = rowtype.StatusDone
 		case 1:
-			p.Status, p.Error = driver.StatusFailed, "soak: stale finish"
+			p.Status, p.Error = rowtype.StatusFailed, "soak: stale finish"
 		case 2:
-			p.Status, p.Error = driver.StatusPending, "soak: stale finish"
+			p.Status, p.Error = rowtype.StatusPending, "soak: stale finish"
 		default:
-			p.Status, p.Snooze = driver.StatusPending, true
+			p.Status, p.Snooze = rowtype.StatusPending, true
 		}
 		wrote, err := d.exec.JobFinish(ctx, p)
 		if err != nil {

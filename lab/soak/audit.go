@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/lab/statusaudit"
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 )
 
 // probeTable is where txIsolation commits rows to see whether an open

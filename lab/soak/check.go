@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // reapMarker starts the last_error the reaper writes (driver/internal/
@@ -34,30 +34,30 @@ func (k step) String() string {
 func stepOf(t transition) step {
 	reaped := t.Errored && strings.HasPrefix(t.LastError, reapMarker)
 	switch {
-	case t.From == driver.StatusPending && t.To == driver.StatusRunning:
+	case t.From == rowtype.StatusPending && t.To == rowtype.StatusRunning:
 		return stepClaim
-	case (t.From == driver.StatusPending || t.From == driver.StatusRunning) && t.To == driver.StatusCancelled:
+	case (t.From == rowtype.StatusPending || t.From == rowtype.StatusRunning) && t.To == rowtype.StatusCancelled:
 		return stepCancel
-	case t.From != driver.StatusRunning:
+	case t.From != rowtype.StatusRunning:
 		return stepIllegal
-	case t.To == driver.StatusDone:
+	case t.To == rowtype.StatusDone:
 		return stepDone
-	case t.To == driver.StatusPending && t.Snoozed:
+	case t.To == rowtype.StatusPending && t.Snoozed:
 		return stepSnooze
-	case t.To == driver.StatusPending && reaped:
+	case t.To == rowtype.StatusPending && reaped:
 		return stepReap
-	case t.To == driver.StatusPending && t.Errored:
+	case t.To == rowtype.StatusPending && t.Errored:
 		return stepRetry
-	case t.To == driver.StatusFailed && reaped:
+	case t.To == rowtype.StatusFailed && reaped:
 		return stepReapFailed
-	case t.To == driver.StatusFailed && t.Errored:
+	case t.To == rowtype.StatusFailed && t.Errored:
 		return stepFailed
 	}
 	return stepIllegal
 }
 
-func terminal(s driver.JobStatus) bool {
-	return s == driver.StatusDone || s == driver.StatusFailed || s == driver.StatusCancelled
+func terminal(s rowtype.JobStatus) bool {
+	return s == rowtype.StatusDone || s == rowtype.StatusFailed || s == rowtype.StatusCancelled
 }
 
 // checker holds what the walk over the audit learns, for the cross-checks.
@@ -70,21 +70,21 @@ type checker struct {
 
 // check compares the ledger, the audit and the final rows and fills res.
 // The load is over: the ledger's lock is held only for form's sake.
-func (s *soak) check(res *Result, jobs []*driver.JobRow, audit map[int64][]transition, before, after deadlockReading) {
+func (s *soak) check(res *Result, jobs []*rowtype.JobRow, audit map[int64][]transition, before, after deadlockReading) {
 	l := s.ledger
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := &checker{res: res, l: l, claimed: map[ref]bool{}, ended: map[ref]step{}}
 
-	final := make(map[int64]*driver.JobRow, len(jobs))
+	final := make(map[int64]*rowtype.JobRow, len(jobs))
 	for _, j := range jobs {
 		final[j.ID] = j
 		switch j.Status {
-		case driver.StatusDone:
+		case rowtype.StatusDone:
 			res.Done++
-		case driver.StatusFailed:
+		case rowtype.StatusFailed:
 			res.Failed++
-		case driver.StatusCancelled:
+		case rowtype.StatusCancelled:
 			res.Cancelled++
 		default:
 			res.Lost++
@@ -139,8 +139,8 @@ func (c *checker) problem(format string, args ...any) {
 // walk follows one job's audited changes from PENDING: each must start
 // where the last ended, a claim must add exactly one attempt and nothing
 // else may change it, and a terminal status is entered once and never left.
-func (c *checker) walk(j *driver.JobRow, trs []transition) {
-	state, attempts, terminals, left := driver.StatusPending, 0, 0, false
+func (c *checker) walk(j *rowtype.JobRow, trs []transition) {
+	state, attempts, terminals, left := rowtype.StatusPending, 0, 0, false
 	for _, t := range trs {
 		if t.From != state {
 			c.problem("job %d: audit seq %d changes it from %s, but it was %s", j.ID, t.Seq, t.From, state)
@@ -163,7 +163,7 @@ func (c *checker) walk(j *driver.JobRow, trs []transition) {
 			if t.Attempts != attempts {
 				c.problem("job %d: %s changed attempts from %d to %d", j.ID, k, attempts, t.Attempts)
 			}
-			if t.From == driver.StatusRunning {
+			if t.From == rowtype.StatusRunning {
 				c.ended[ref{j.ID, t.Attempts}] = k
 			}
 		}
@@ -194,30 +194,30 @@ func (c *checker) count(k step, t transition) {
 		c.res.Reaps++
 		c.res.ReapsToFailed++
 	case stepCancel:
-		if t.From == driver.StatusRunning {
+		if t.From == rowtype.StatusRunning {
 			c.res.CancelledRunning++
 		}
 	}
 }
 
 // final checks a job's last status against what explains it.
-func (c *checker) final(j *driver.JobRow) {
+func (c *checker) final(j *rowtype.JobRow) {
 	note := c.l.jobs[j.ID]
 	switch j.Status {
-	case driver.StatusDone:
+	case rowtype.StatusDone:
 		if e, ok := c.l.execs[ref{j.ID, j.Attempts}]; !ok || e.outcome != outcomeOK {
 			c.problem("job %d is DONE at attempt %d, but no worker succeeded at that attempt (ledger: %+v)", j.ID, j.Attempts, e)
 		}
-	case driver.StatusFailed:
+	case rowtype.StatusFailed:
 		if note.mode != ModeFailAlways && c.ended[ref{j.ID, j.Attempts}] != stepReapFailed {
 			c.problem("job %d (%s) FAILED at attempt %d: %s", j.ID, note.mode, j.Attempts, j.LastError)
 		}
-	case driver.StatusCancelled:
+	case rowtype.StatusCancelled:
 		if !c.l.jobCancelTried[j.ID] && !(note.runID != 0 && c.l.runCancelTried[note.runID]) {
 			c.problem("job %d is CANCELLED, but the soak cancelled neither it nor its run %d", j.ID, note.runID)
 		}
 	}
-	if c.l.jobCancelApplied[j.ID] && j.Status != driver.StatusCancelled {
+	if c.l.jobCancelApplied[j.ID] && j.Status != rowtype.StatusCancelled {
 		c.problem("job %d: CancelJob reported it cancelled, but it ended %s", j.ID, j.Status)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lockstep-queue/lockstep/rowtype"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/stretchr/testify/require"
 )
 
 // fixture is a tiny soak outcome that passes every check: job 1 ran once
@@ -15,18 +15,18 @@ import (
 // done at attempt 2; job 3 was cancelled while pending by CancelJob.
 type fixture struct {
 	s      *soak
-	jobs   []*driver.JobRow
+	jobs   []*rowtype.JobRow
 	audit  map[int64][]transition
 	before deadlockReading
 	after  deadlockReading
 }
 
 const (
-	pending   = driver.StatusPending
-	running   = driver.StatusRunning
-	done      = driver.StatusDone
-	failed    = driver.StatusFailed
-	cancelled = driver.StatusCancelled
+	pending   = rowtype.StatusPending
+	running   = rowtype.StatusRunning
+	done      = rowtype.StatusDone
+	failed    = rowtype.StatusFailed
+	cancelled = rowtype.StatusCancelled
 )
 
 func newFixture() *fixture {
@@ -35,7 +35,7 @@ func newFixture() *fixture {
 	l.enqueued([]int64{1, 2, 3}, []Mode{ModeOK, ModeOK, ModeSlow}, 0)
 	l.beginExec(1, 1, 0)
 	l.endExec(1, 1, outcomeOK)
-	l.deadClaimed([]*driver.JobRow{{ID: 2, Attempts: 1}})
+	l.deadClaimed([]*rowtype.JobRow{{ID: 2, Attempts: 1}})
 	l.beginExec(2, 2, 1)
 	l.endExec(2, 2, outcomeOK)
 	l.staleFinish(ref{2, 1}, done, false)
@@ -44,7 +44,7 @@ func newFixture() *fixture {
 	reap := transition{From: running, To: pending, Attempts: 1, Errored: true, LastError: reapMarker + ": no heartbeat for over 3s"}
 	return &fixture{
 		s: s,
-		jobs: []*driver.JobRow{
+		jobs: []*rowtype.JobRow{
 			{ID: 1, Status: done, Attempts: 1},
 			{ID: 2, Status: done, Attempts: 2},
 			{ID: 3, Status: cancelled, Attempts: 0},
@@ -116,7 +116,7 @@ func TestCheckCatchesFaults(t *testing.T) {
 		{"deadlock counted", func(f *fixture) { f.after.value = 7 }, "counted 2 deadlocks", nil},
 		{"client error logged", func(f *fixture) { f.s.logger.Error("lockstep: claim failed", "err", "1213") }, "claim failed", nil},
 		{"claim nobody had", func(f *fixture) { delete(f.s.ledger.execs, ref{1, 1}) }, "no worker ran it", nil},
-		{"phantom job", func(f *fixture) { f.jobs = append(f.jobs, &driver.JobRow{ID: 9, Status: done}) }, "never enqueued it", nil},
+		{"phantom job", func(f *fixture) { f.jobs = append(f.jobs, &rowtype.JobRow{ID: 9, Status: done}) }, "never enqueued it", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture()

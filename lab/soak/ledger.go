@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // ref names one attempt of one job.
@@ -246,7 +246,7 @@ func (l *ledger) takeSnooze(id int64) bool {
 	return true
 }
 
-func (l *ledger) deadClaimed(jobs []*driver.JobRow) {
+func (l *ledger) deadClaimed(jobs []*rowtype.JobRow) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, j := range jobs {
@@ -255,7 +255,7 @@ func (l *ledger) deadClaimed(jobs []*driver.JobRow) {
 }
 
 // staleFinish records a dead worker's late finish; wrote must be false.
-func (l *ledger) staleFinish(r ref, status driver.JobStatus, wrote bool) {
+func (l *ledger) staleFinish(r ref, status rowtype.JobStatus, wrote bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.staleAttempted++
@@ -269,7 +269,7 @@ func (l *ledger) staleFinish(r ref, status driver.JobStatus, wrote bool) {
 // onRetry counts a retried database error by its code, never its message.
 func (l *ledger) onRetry(op string, err error) {
 	key := retryKey{code: "?", kind: "unclassified", op: op}
-	var dbe *driver.DBError
+	var dbe *rowtype.DBError
 	if errors.As(err, &dbe) {
 		key.code, key.kind = dbe.Code, dbe.Kind.String()
 	}

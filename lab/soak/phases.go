@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // load runs the actors for the configured duration.
@@ -41,7 +41,7 @@ loop:
 				s.ledger.problem("sample job counts: %v", cerr)
 				continue
 			}
-			s.backlog.Store(int64(counts[driver.StatusPending]))
+			s.backlog.Store(int64(counts[rowtype.StatusPending]))
 			if time.Since(lastReport) >= s.cfg.ProgressInterval {
 				lastReport = time.Now()
 				s.progress("load   %s", s.describe(counts))
@@ -53,10 +53,10 @@ loop:
 	return err
 }
 
-func (s *soak) describe(c map[driver.JobStatus]int) string {
+func (s *soak) describe(c map[rowtype.JobStatus]int) string {
 	return fmt.Sprintf("pending %d  running %d  done %d  failed %d  cancelled %d  executions %d",
-		c[driver.StatusPending], c[driver.StatusRunning], c[driver.StatusDone], c[driver.StatusFailed],
-		c[driver.StatusCancelled], s.ledger.executions())
+		c[rowtype.StatusPending], c[rowtype.StatusRunning], c[rowtype.StatusDone], c[rowtype.StatusFailed],
+		c[rowtype.StatusCancelled], s.ledger.executions())
 }
 
 // drain waits until no job is PENDING or RUNNING; false if DrainTimeout
@@ -71,7 +71,7 @@ func (s *soak) drain(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		open := counts[driver.StatusPending] + counts[driver.StatusRunning]
+		open := counts[rowtype.StatusPending] + counts[rowtype.StatusRunning]
 		if time.Since(lastReport) >= s.cfg.ProgressInterval || open == 0 {
 			lastReport = time.Now()
 			s.progress("drain  %s", s.describe(counts))
@@ -81,7 +81,7 @@ func (s *soak) drain(ctx context.Context) (bool, error) {
 		}
 		if time.Now().After(deadline) {
 			s.ledger.problem("drain timed out after %s with %d jobs PENDING and %d RUNNING",
-				s.cfg.DrainTimeout, counts[driver.StatusPending], counts[driver.StatusRunning])
+				s.cfg.DrainTimeout, counts[rowtype.StatusPending], counts[rowtype.StatusRunning])
 			return false, nil
 		}
 		select {

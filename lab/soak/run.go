@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/migrate"
@@ -233,11 +235,11 @@ func (s *soak) startPool(ctx context.Context, i int, res *Result) error {
 }
 
 // listJobs reads every job by ascending id.
-func listJobs(ctx context.Context, drv driver.Driver) ([]*driver.JobRow, error) {
-	var out []*driver.JobRow
+func listJobs(ctx context.Context, drv driver.Driver) ([]*rowtype.JobRow, error) {
+	var out []*rowtype.JobRow
 	exec := drv.Executor()
 	for after := int64(0); ; {
-		page, err := exec.JobList(ctx, &driver.JobListParams{AfterID: after, Limit: 1000})
+		page, err := exec.JobList(ctx, &rowtype.JobListParams{AfterID: after, Limit: 1000})
 		if err != nil {
 			return nil, fmt.Errorf("soak: list jobs: %w", err)
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
@@ -106,20 +108,20 @@ func waitBackends(ctx context.Context, drv driver.Driver, baseline int, timeout 
 }
 
 // statusCounts counts jobs by status: a plain, non-locking read.
-func statusCounts(ctx context.Context, drv driver.Driver) (map[driver.JobStatus]int, error) {
+func statusCounts(ctx context.Context, drv driver.Driver) (map[rowtype.JobStatus]int, error) {
 	rows, err := drv.DB().QueryContext(ctx, "SELECT status, COUNT(*) FROM lockstep_jobs GROUP BY status")
 	if err != nil {
 		return nil, fmt.Errorf("soak: count jobs: %w", err)
 	}
 	defer rows.Close()
-	out := map[driver.JobStatus]int{}
+	out := map[rowtype.JobStatus]int{}
 	for rows.Next() {
 		var s string
 		var n int
 		if err := rows.Scan(&s, &n); err != nil {
 			return nil, fmt.Errorf("soak: count jobs: %w", err)
 		}
-		out[driver.JobStatus(s)] = n
+		out[rowtype.JobStatus(s)] = n
 	}
 	return out, rows.Err()
 }

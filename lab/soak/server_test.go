@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -91,7 +93,7 @@ func deadlock(t *testing.T, drv driver.Driver) {
 		select {
 		case err := <-errs:
 			if err != nil {
-				require.Equal(t, driver.ErrorDeadlock, drv.ClassifyError(err), "%v", err)
+				require.Equal(t, rowtype.ErrorDeadlock, drv.ClassifyError(err), "%v", err)
 				victims++
 			}
 		case <-timeout:

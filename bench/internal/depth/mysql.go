@@ -10,7 +10,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
@@ -66,7 +66,7 @@ func MySQL(ctx context.Context, lockstepDSN, seedDSN string, o Options) (_ *Resu
 
 // migrateEmpty creates lockstep's schema and refuses a database whose
 // lockstep_jobs already holds rows.
-func migrateEmpty(ctx context.Context, drv lsdriver.Driver) error {
+func migrateEmpty(ctx context.Context, drv driver.Driver) error {
 	m, err := migrate.New(drv)
 	if err != nil {
 		return fmt.Errorf("depth: %w", err)
@@ -175,7 +175,7 @@ func (s *myLockstep) claim(ctx context.Context, limit int, locks bool) (smp samp
 		}
 	}
 	begin := time.Now()
-	jobs, err := ex.JobClaim(ctx, &lsdriver.JobClaimParams{Queue: "default", Max: limit})
+	jobs, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "default", Max: limit})
 	smp.took = time.Since(begin)
 	if err != nil {
 		return smp, err

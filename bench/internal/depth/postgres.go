@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 )
 
@@ -225,7 +225,7 @@ func (s *pgLockstep) claim(ctx context.Context, limit int, locks bool) (smp samp
 		return smp, err
 	}
 	begin := time.Now()
-	jobs, err := ex.JobClaim(ctx, &lsdriver.JobClaimParams{Queue: "default", Max: limit})
+	jobs, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "default", Max: limit})
 	smp.took = time.Since(begin)
 	if err != nil {
 		return smp, err

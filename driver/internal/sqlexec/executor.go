@@ -9,7 +9,9 @@ import (
 	"slices"
 	"time"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
+
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 )
 
@@ -19,12 +21,12 @@ type Dialect struct {
 	// BeginTx opens the queue's own short transaction.
 	BeginTx func(ctx context.Context, db *sql.DB) (*sql.Tx, error)
 	// Classify returns the kind and code of a database error.
-	Classify func(err error) (lsdriver.ErrorKind, string)
+	Classify func(err error) (rowtype.ErrorKind, string)
 	// TimeArg converts a time parameter; nil passes time.Time unchanged.
 	TimeArg func(time.Time) any
 	// ColumnarInsert builds the array-per-column arguments of "job.insert"
 	// for dialects that insert from arrays; nil expands {rows}.
-	ColumnarInsert func(jobs []lsdriver.JobInsertParams) []any
+	ColumnarInsert func(jobs []driver.JobInsertParams) []any
 	// InsertReturning is true when INSERT ... RETURNING id is supported;
 	// otherwise ids come from LastInsertId, consecutive within one
 	// multi-row statement (InnoDB guarantees this for simple inserts).
@@ -53,7 +55,7 @@ func New(d *Dialect, pool *sql.DB) *Executor {
 // InTx returns an Executor that runs inside an existing transaction.
 func InTx(d *Dialect, q Querier) *Executor { return &Executor{d: d, q: q} }
 
-var _ lsdriver.Executor = (*Executor)(nil)
+var _ driver.Executor = (*Executor)(nil)
 
 func (e *Executor) cat() *catalog.Catalog { return e.d.Catalog }
 
@@ -62,11 +64,11 @@ func (e *Executor) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, lsdriver.ErrNotFound) || errors.Is(err, lsdriver.ErrRunCancelled) || lsdriver.KindOf(err) != lsdriver.ErrorOther {
+	if errors.Is(err, rowtype.ErrNotFound) || errors.Is(err, rowtype.ErrRunCancelled) || rowtype.KindOf(err) != rowtype.ErrorOther {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if kind, code := e.d.Classify(err); kind != lsdriver.ErrorOther {
-		return fmt.Errorf("%s: %w", op, &lsdriver.DBError{Kind: kind, Code: code, Err: err})
+	if kind, code := e.d.Classify(err); kind != rowtype.ErrorOther {
+		return fmt.Errorf("%s: %w", op, &rowtype.DBError{Kind: kind, Code: code, Err: err})
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -84,7 +86,7 @@ func (e *Executor) inTx(ctx context.Context, fn func(q Querier) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	if err := lsdriver.TraceBefore(ctx, lsdriver.TraceCommit); err != nil {
+	if err := driver.TraceBefore(ctx, driver.TraceCommit); err != nil {
 		_ = tx.Rollback()
 		return fmt.Errorf("trace: %w", err)
 	}
@@ -97,14 +99,14 @@ func (e *Executor) inTx(ctx context.Context, fn func(q Querier) error) error {
 // query and exec run one catalogue statement, telling the context's
 // statement trace first.
 func (e *Executor) query(ctx context.Context, q Querier, name, sqlText string, args ...any) (Rows, error) {
-	if err := lsdriver.TraceBefore(ctx, name); err != nil {
+	if err := driver.TraceBefore(ctx, name); err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	return q.Query(ctx, sqlText, args...)
 }
 
 func (e *Executor) exec(ctx context.Context, q Querier, name, sqlText string, args ...any) (Result, error) {
-	if err := lsdriver.TraceBefore(ctx, name); err != nil {
+	if err := driver.TraceBefore(ctx, name); err != nil {
 		return Result{}, fmt.Errorf("trace: %w", err)
 	}
 	return q.Exec(ctx, sqlText, args...)
@@ -177,7 +179,7 @@ func sortedUnique(ids []int64) []int64 {
 // JobInsertMany inserts jobs in batches, one statement per batch. When the
 // dialect wakes listeners and a queue is due a wake-up, the inserts and
 // "job.notify" share one transaction (the executor's own on a pool).
-func (e *Executor) JobInsertMany(ctx context.Context, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+func (e *Executor) JobInsertMany(ctx context.Context, jobs []driver.JobInsertParams) ([]int64, error) {
 	queues := e.wake().due(jobs)
 	if len(queues) == 0 {
 		ids, err := e.insertJobs(ctx, e.q, jobs)
@@ -194,7 +196,7 @@ func (e *Executor) JobInsertMany(ctx context.Context, jobs []lsdriver.JobInsertP
 	return ids, e.wrap("insert jobs", err)
 }
 
-func (e *Executor) insertJobs(ctx context.Context, q Querier, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+func (e *Executor) insertJobs(ctx context.Context, q Querier, jobs []driver.JobInsertParams) ([]int64, error) {
 	const batch = 1000
 	ids := make([]int64, 0, len(jobs))
 	for start := 0; start < len(jobs); start += batch {
@@ -208,7 +210,7 @@ func (e *Executor) insertJobs(ctx context.Context, q Querier, jobs []lsdriver.Jo
 	return ids, nil
 }
 
-func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.JobInsertParams) ([]int64, error) {
 	st := e.cat().Get("job.insert")
 	var sqlText string
 	var args []any
@@ -251,7 +253,7 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []lsdriver.J
 // rowArgs appends one job's values in the column order of job.insert's
 // rows (and the start of job.insert_unique's): run (NULL for none), queue,
 // kind, args, priority, max attempts, time, metadata.
-func (e *Executor) rowArgs(args []any, j lsdriver.JobInsertParams) []any {
+func (e *Executor) rowArgs(args []any, j driver.JobInsertParams) []any {
 	var run any
 	if j.RunID != 0 {
 		run = j.RunID
@@ -286,7 +288,7 @@ func (e *Executor) queryIDs(ctx context.Context, q Querier, name, sqlText string
 
 // JobInsertIntoRun locks the run row first — the run before its jobs, the
 // same order as RunCancel — so no job can slip into a run being cancelled.
-func (e *Executor) JobInsertIntoRun(ctx context.Context, runID int64, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+func (e *Executor) JobInsertIntoRun(ctx context.Context, runID int64, jobs []driver.JobInsertParams) ([]int64, error) {
 	queues := e.wake().due(jobs)
 	var ids []int64
 	err := e.inTx(ctx, func(q Querier) error {
@@ -299,11 +301,11 @@ func (e *Executor) JobInsertIntoRun(ctx context.Context, runID int64, jobs []lsd
 	return ids, e.wrap("insert jobs into run", err)
 }
 
-func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jobs []lsdriver.JobInsertParams) ([]int64, error) {
+func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jobs []driver.JobInsertParams) ([]int64, error) {
 	if err := e.lockRunShared(ctx, q, runID); err != nil {
 		return nil, err
 	}
-	withRun := make([]lsdriver.JobInsertParams, len(jobs))
+	withRun := make([]driver.JobInsertParams, len(jobs))
 	for i, j := range jobs {
 		j.RunID = runID
 		withRun[i] = j
@@ -327,16 +329,16 @@ func (e *Executor) lockRunShared(ctx context.Context, q Querier, runID int64) er
 		return err
 	}
 	if !found {
-		return fmt.Errorf("run %d: %w", runID, lsdriver.ErrNotFound)
+		return fmt.Errorf("run %d: %w", runID, rowtype.ErrNotFound)
 	}
-	if lsdriver.RunStatus(status) == lsdriver.RunCancelled {
-		return fmt.Errorf("run %d: %w", runID, lsdriver.ErrRunCancelled)
+	if rowtype.RunStatus(status) == rowtype.RunCancelled {
+		return fmt.Errorf("run %d: %w", runID, rowtype.ErrRunCancelled)
 	}
 	return nil
 }
 
 // JobClaim takes up to Max ready jobs of a queue in one short transaction.
-func (e *Executor) JobClaim(ctx context.Context, p *lsdriver.JobClaimParams) ([]*lsdriver.JobRow, error) {
+func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*rowtype.JobRow, error) {
 	if p.Max <= 0 {
 		return nil, nil
 	}
@@ -351,12 +353,12 @@ func (e *Executor) JobClaim(ctx context.Context, p *lsdriver.JobClaimParams) ([]
 			// The statement did not complete, so nothing was claimed.
 			return nil, e.wrap("claim", err)
 		}
-		slices.SortFunc(jobs, func(a, b *lsdriver.JobRow) int { return cmpInt64(a.ID, b.ID) })
+		slices.SortFunc(jobs, func(a, b *rowtype.JobRow) int { return cmpInt64(a.ID, b.ID) })
 		return jobs, nil
 	}
 	// MySQL: no UPDATE ... RETURNING. Lock the rows through the claim index
 	// with SKIP LOCKED, then move them to RUNNING by primary key.
-	var jobs []*lsdriver.JobRow
+	var jobs []*rowtype.JobRow
 	err := e.inTx(ctx, func(q Querier) error {
 		rows, err := e.query(ctx, q, "job.claim_select", e.cat().Get("job.claim_select").SQL, p.Queue, p.Max)
 		if err != nil {
@@ -381,7 +383,7 @@ func (e *Executor) JobClaim(ctx context.Context, p *lsdriver.JobClaimParams) ([]
 		ids := make([]int64, len(jobs))
 		for i, j := range jobs {
 			ids[i] = j.ID
-			j.Status, j.Attempts, j.StartedAt, j.HeartbeatAt = lsdriver.StatusRunning, j.Attempts+1, now, now
+			j.Status, j.Attempts, j.StartedAt, j.HeartbeatAt = rowtype.StatusRunning, j.Attempts+1, now, now
 		}
 		ids = sortedUnique(ids)
 		n, err := e.execIDs(ctx, q, "job.claim_update", ids, e.timeArg(now), e.timeArg(now))
@@ -398,7 +400,7 @@ func (e *Executor) JobClaim(ctx context.Context, p *lsdriver.JobClaimParams) ([]
 	if err != nil {
 		return nil, e.wrap("claim", err)
 	}
-	slices.SortFunc(jobs, func(a, b *lsdriver.JobRow) int { return cmpInt64(a.ID, b.ID) })
+	slices.SortFunc(jobs, func(a, b *rowtype.JobRow) int { return cmpInt64(a.ID, b.ID) })
 	return jobs, nil
 }
 
@@ -413,22 +415,22 @@ func cmpInt64(a, b int64) int {
 }
 
 func historyEntry(attempt int, msg string) string {
-	b, _ := json.Marshal([]lsdriver.AttemptError{{Attempt: attempt, At: time.Now().UTC(), Error: msg}})
+	b, _ := json.Marshal([]rowtype.AttemptError{{Attempt: attempt, At: time.Now().UTC(), Error: msg}})
 	return string(b)
 }
 
 // JobFinish writes a worker's result by primary key, fenced on the attempt.
-func (e *Executor) JobFinish(ctx context.Context, p *lsdriver.JobFinishParams) (bool, error) {
+func (e *Executor) JobFinish(ctx context.Context, p *driver.JobFinishParams) (bool, error) {
 	var name string
 	var args []any
 	switch {
-	case p.Status == lsdriver.StatusDone:
+	case p.Status == rowtype.StatusDone:
 		name, args = "job.finish_done", []any{jsonArg(p.Output), p.ID, p.Attempt}
-	case p.Status == lsdriver.StatusFailed:
+	case p.Status == rowtype.StatusFailed:
 		name, args = "job.finish_failed", []any{p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
-	case p.Status == lsdriver.StatusPending && p.Snooze:
+	case p.Status == rowtype.StatusPending && p.Snooze:
 		name, args = "job.finish_snooze", []any{micros(p.RetryAfter), p.ID, p.Attempt}
-	case p.Status == lsdriver.StatusPending:
+	case p.Status == rowtype.StatusPending:
 		name, args = "job.finish_retry", []any{micros(p.RetryAfter), p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
 	default:
 		return false, fmt.Errorf("finish job %d: status %q is not a result", p.ID, p.Status)
@@ -442,7 +444,7 @@ func (e *Executor) JobFinish(ctx context.Context, p *lsdriver.JobFinishParams) (
 
 // JobHeartbeat refreshes heartbeats by primary key in ascending id order
 // and reports the attempts this worker no longer owns.
-func (e *Executor) JobHeartbeat(ctx context.Context, jobs []lsdriver.JobRef) ([]lsdriver.JobRef, error) {
+func (e *Executor) JobHeartbeat(ctx context.Context, jobs []driver.JobRef) ([]driver.JobRef, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -471,14 +473,14 @@ func (e *Executor) JobHeartbeat(ctx context.Context, jobs []lsdriver.JobRef) ([]
 			if err := rows.Scan(&id, &status, &attempts); err != nil {
 				return err
 			}
-			owned[id] = lsdriver.JobStatus(status) == lsdriver.StatusRunning && int(attempts) == want[id]
+			owned[id] = rowtype.JobStatus(status) == rowtype.StatusRunning && int(attempts) == want[id]
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, e.wrap("heartbeat", err)
 	}
-	var lost []lsdriver.JobRef
+	var lost []driver.JobRef
 	for _, j := range jobs {
 		if !owned[j.ID] {
 			lost = append(lost, j)
@@ -491,7 +493,7 @@ func (e *Executor) JobHeartbeat(ctx context.Context, jobs []lsdriver.JobRef) ([]
 // when no attempt is left). Candidates come from a non-locking read; each
 // is then updated alone by primary key, in ascending id order, re-checking
 // that it is still the same stale attempt.
-func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]lsdriver.ReapResult, error) {
+func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowtype.ReapResult, error) {
 	limit := p.Max
 	if limit <= 0 {
 		limit = 1000
@@ -518,7 +520,7 @@ func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]ls
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return cmpInt64(a.id, b.id) })
 	st := e.cat().Get("job.reap")
-	var out []lsdriver.ReapResult
+	var out []rowtype.ReapResult
 	for _, c := range cands {
 		msg := fmt.Sprintf("heartbeat lost: no heartbeat for over %s (worker presumed dead)", p.StaleAfter)
 		res, err := e.exec(ctx, e.q, st.Name, st.SQL, msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter))
@@ -526,11 +528,11 @@ func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]ls
 			return out, e.wrap(fmt.Sprintf("reap job %d", c.id), err)
 		}
 		if res.RowsAffected == 1 {
-			status := lsdriver.StatusPending
+			status := rowtype.StatusPending
 			if c.attempts >= c.maxAttmpt {
-				status = lsdriver.StatusFailed
+				status = rowtype.StatusFailed
 			}
-			out = append(out, lsdriver.ReapResult{ID: c.id, Attempt: int(c.attempts), Status: status})
+			out = append(out, rowtype.ReapResult{ID: c.id, Attempt: int(c.attempts), Status: status})
 		}
 	}
 	return out, nil
@@ -541,9 +543,9 @@ func (e *Executor) JobReap(ctx context.Context, p *lsdriver.JobReapParams) ([]ls
 // call, each chunk is locked by primary key in ascending id order and
 // checked again (a retried FAILED job is PENDING now), and what still
 // qualifies is deleted by primary key.
-func (e *Executor) JobPrune(ctx context.Context, p *lsdriver.JobPruneParams) ([]int64, error) {
+func (e *Executor) JobPrune(ctx context.Context, p *driver.JobPruneParams) ([]int64, error) {
 	switch p.Status {
-	case lsdriver.StatusDone, lsdriver.StatusCancelled, lsdriver.StatusFailed:
+	case rowtype.StatusDone, rowtype.StatusCancelled, rowtype.StatusFailed:
 	default:
 		return nil, fmt.Errorf("prune: status %q is not a final status", p.Status)
 	}
@@ -598,7 +600,7 @@ func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
 }
 
 // JobGet reads one job.
-func (e *Executor) JobGet(ctx context.Context, id int64) (*lsdriver.JobRow, error) {
+func (e *Executor) JobGet(ctx context.Context, id int64) (*rowtype.JobRow, error) {
 	job, err := e.getJob(ctx, e.q, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("get job %d", id), err)
@@ -607,7 +609,7 @@ func (e *Executor) JobGet(ctx context.Context, id int64) (*lsdriver.JobRow, erro
 }
 
 // JobList lists jobs by id, optionally of one run and one status.
-func (e *Executor) JobList(ctx context.Context, p *lsdriver.JobListParams) ([]*lsdriver.JobRow, error) {
+func (e *Executor) JobList(ctx context.Context, p *rowtype.JobListParams) ([]*rowtype.JobRow, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
@@ -649,7 +651,7 @@ func (t *Tx) Rollback() error { return t.tx.Rollback() }
 // that commits only if every fence matched; otherwise it is rolled back
 // and written again the careful way: lock the rows, read their states,
 // write those still owned.
-func (e *Executor) JobCompleteMany(ctx context.Context, jobs []lsdriver.JobRef) ([]lsdriver.JobRef, error) {
+func (e *Executor) JobCompleteMany(ctx context.Context, jobs []driver.JobRef) ([]driver.JobRef, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -665,7 +667,7 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []lsdriver.JobRef) 
 		attempts = append(attempts, a)
 	}
 	slices.Sort(attempts)
-	var written []lsdriver.JobRef
+	var written []driver.JobRef
 	for _, a := range attempts {
 		ids := sortedUnique(groups[a])
 		for start := 0; start < len(ids); start += chunk {
@@ -682,11 +684,11 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []lsdriver.JobRef) 
 				return nil, e.wrap(fmt.Sprintf("complete %d jobs", len(jobs)), err)
 			}
 			for _, id := range got {
-				written = append(written, lsdriver.JobRef{ID: id, Attempt: a})
+				written = append(written, driver.JobRef{ID: id, Attempt: a})
 			}
 		}
 	}
-	slices.SortFunc(written, func(x, y lsdriver.JobRef) int { return cmpInt64(x.ID, y.ID) })
+	slices.SortFunc(written, func(x, y driver.JobRef) int { return cmpInt64(x.ID, y.ID) })
 	return written, nil
 }
 
@@ -756,7 +758,7 @@ func (e *Executor) owned(ctx context.Context, q Querier, ids []int64, want map[i
 		if err := rows.Scan(&id, &status, &att); err != nil {
 			return nil, err
 		}
-		if lsdriver.JobStatus(status) == lsdriver.StatusRunning && int(att) == want[id] {
+		if rowtype.JobStatus(status) == rowtype.StatusRunning && int(att) == want[id] {
 			out[id] = int(att)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Defaults of the bounded reads.
@@ -20,8 +20,8 @@ const (
 )
 
 // allStatuses is the order counts are read and shown in.
-var allStatuses = [...]lsdriver.JobStatus{
-	lsdriver.StatusPending, lsdriver.StatusRunning, lsdriver.StatusDone, lsdriver.StatusFailed, lsdriver.StatusCancelled,
+var allStatuses = [...]rowtype.JobStatus{
+	rowtype.StatusPending, rowtype.StatusRunning, rowtype.StatusDone, rowtype.StatusFailed, rowtype.StatusCancelled,
 }
 
 // JobRetry puts a FAILED job back to PENDING. A job of a run locks the run
@@ -34,7 +34,7 @@ func (e *Executor) JobRetry(ctx context.Context, id int64) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if job.Status != lsdriver.StatusFailed {
+		if job.Status != rowtype.StatusFailed {
 			return nil
 		}
 		if job.RunID != 0 {
@@ -59,7 +59,7 @@ func (e *Executor) JobRetry(ctx context.Context, id int64) (bool, error) {
 }
 
 // getJob reads one job with a plain, non-locking read.
-func (e *Executor) getJob(ctx context.Context, q Querier, id int64) (*lsdriver.JobRow, error) {
+func (e *Executor) getJob(ctx context.Context, q Querier, id int64) (*rowtype.JobRow, error) {
 	rows, err := e.query(ctx, q, "job.get", e.cat().Get("job.get").SQL, id)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (e *Executor) getJob(ctx context.Context, q Querier, id int64) (*lsdriver.J
 		return nil, err
 	}
 	if len(jobs) == 0 {
-		return nil, fmt.Errorf("job %d: %w", id, lsdriver.ErrNotFound)
+		return nil, fmt.Errorf("job %d: %w", id, rowtype.ErrNotFound)
 	}
 	return jobs[0], nil
 }
@@ -77,7 +77,7 @@ func (e *Executor) getJob(ctx context.Context, q Querier, id int64) (*lsdriver.J
 // JobPage lists jobs newest first in two bounded steps: the floor of the
 // window (the Window-th id below BeforeID, read from the index alone), then
 // the filtered rows between the floor and BeforeID.
-func (e *Executor) JobPage(ctx context.Context, p *lsdriver.JobPageParams) (*lsdriver.JobPage, error) {
+func (e *Executor) JobPage(ctx context.Context, p *rowtype.JobPageParams) (*rowtype.JobPage, error) {
 	limit := orDefault(p.Limit, defaultPageLimit)
 	window := orDefault(p.Window, defaultPageWindow)
 	before := p.BeforeID
@@ -94,7 +94,7 @@ func (e *Executor) JobPage(ctx context.Context, p *lsdriver.JobPageParams) (*lsd
 	if err := e.queryRow(ctx, floorName, floorArgs, &examined, &floor); err != nil {
 		return nil, e.wrap("list jobs", err)
 	}
-	page := &lsdriver.JobPage{Examined: int(examined)}
+	page := &rowtype.JobPage{Examined: int(examined)}
 	if examined == 0 {
 		return page, nil
 	}
@@ -139,7 +139,7 @@ func (e *Executor) queryRow(ctx context.Context, name string, args []any, dest .
 }
 
 // RunList lists runs newest first.
-func (e *Executor) RunList(ctx context.Context, p *lsdriver.RunListParams) ([]*lsdriver.RunRow, error) {
+func (e *Executor) RunList(ctx context.Context, p *rowtype.RunListParams) ([]*rowtype.RunRow, error) {
 	before := p.BeforeID
 	if before <= 0 {
 		before = math.MaxInt64
@@ -149,7 +149,7 @@ func (e *Executor) RunList(ctx context.Context, p *lsdriver.RunListParams) ([]*l
 		return nil, e.wrap("list runs", err)
 	}
 	defer rows.Close()
-	var out []*lsdriver.RunRow
+	var out []*rowtype.RunRow
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
@@ -161,14 +161,14 @@ func (e *Executor) RunList(ctx context.Context, p *lsdriver.RunListParams) ([]*l
 }
 
 // RunCountsBounded counts the first Limit jobs of a run by status.
-func (e *Executor) RunCountsBounded(ctx context.Context, p *lsdriver.RunCountsBoundedParams) (*lsdriver.BoundedRunCounts, error) {
+func (e *Executor) RunCountsBounded(ctx context.Context, p *rowtype.RunCountsBoundedParams) (*rowtype.BoundedRunCounts, error) {
 	limit := orDefault(p.Limit, defaultCountLimit)
 	rows, err := e.query(ctx, e.q, "run.counts_bounded", e.cat().Get("run.counts_bounded").SQL, p.RunID, limit)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("count run %d", p.RunID), err)
 	}
 	defer rows.Close()
-	out := &lsdriver.BoundedRunCounts{Counts: lsdriver.RunCounts{}}
+	out := &rowtype.BoundedRunCounts{Counts: rowtype.RunCounts{}}
 	total := 0
 	for rows.Next() {
 		var status string
@@ -176,7 +176,7 @@ func (e *Executor) RunCountsBounded(ctx context.Context, p *lsdriver.RunCountsBo
 		if err := rows.Scan(&status, &n); err != nil {
 			return nil, e.wrap(fmt.Sprintf("count run %d", p.RunID), err)
 		}
-		out.Counts[lsdriver.JobStatus(status)] = int(n)
+		out.Counts[rowtype.JobStatus(status)] = int(n)
 		total += int(n)
 	}
 	if err := rows.Err(); err != nil {
@@ -195,7 +195,7 @@ func (e *Executor) RunCountsBounded(ctx context.Context, p *lsdriver.RunCountsBo
 }
 
 // QueueList lists the queues that have jobs, in name order.
-func (e *Executor) QueueList(ctx context.Context, p *lsdriver.QueueListParams) ([]string, error) {
+func (e *Executor) QueueList(ctx context.Context, p *rowtype.QueueListParams) ([]string, error) {
 	rows, err := e.query(ctx, e.q, "queue.list", e.cat().Get("queue.list").SQL, orDefault(p.Limit, defaultQueueLimit))
 	if err != nil {
 		return nil, e.wrap("list queues", err)
@@ -215,25 +215,25 @@ func (e *Executor) QueueList(ctx context.Context, p *lsdriver.QueueListParams) (
 // QueueStats reads a queue's numbers with plain reads, each bounded by
 // CountLimit index entries. They are not one snapshot; each is exact up to
 // its bound at the moment it was read.
-func (e *Executor) QueueStats(ctx context.Context, p *lsdriver.QueueStatsParams) (*lsdriver.QueueStats, error) {
+func (e *Executor) QueueStats(ctx context.Context, p *rowtype.QueueStatsParams) (*rowtype.QueueStats, error) {
 	limit := orDefault(p.CountLimit, defaultCountLimit)
 	window := p.Window
 	if window <= 0 {
 		window = defaultWindow
 	}
-	out := &lsdriver.QueueStats{
+	out := &rowtype.QueueStats{
 		Queue: p.Queue, Window: window,
-		Counts:   map[lsdriver.JobStatus]lsdriver.BoundedCount{},
-		Finished: map[lsdriver.JobStatus]lsdriver.BoundedCount{},
+		Counts:   map[rowtype.JobStatus]rowtype.BoundedCount{},
+		Finished: map[rowtype.JobStatus]rowtype.BoundedCount{},
 	}
 	wrap := func(err error) error { return e.wrap(fmt.Sprintf("stats of queue %q", p.Queue), err) }
 	// Each count reads one entry past the limit, to tell "exactly limit"
 	// from "more".
-	bounded := func(n int64) lsdriver.BoundedCount {
+	bounded := func(n int64) rowtype.BoundedCount {
 		if n > int64(limit) {
-			return lsdriver.BoundedCount{N: int64(limit), Capped: true}
+			return rowtype.BoundedCount{N: int64(limit), Capped: true}
 		}
-		return lsdriver.BoundedCount{N: n}
+		return rowtype.BoundedCount{N: n}
 	}
 	for _, st := range allStatuses {
 		var n int64
@@ -242,7 +242,7 @@ func (e *Executor) QueueStats(ctx context.Context, p *lsdriver.QueueStatsParams)
 		}
 		out.Counts[st] = bounded(n)
 	}
-	for _, st := range []lsdriver.JobStatus{lsdriver.StatusDone, lsdriver.StatusFailed} {
+	for _, st := range []rowtype.JobStatus{rowtype.StatusDone, rowtype.StatusFailed} {
 		var n int64
 		if err := e.queryRow(ctx, "queue.finished", []any{p.Queue, string(st), micros(window), limit + 1}, &n); err != nil {
 			return nil, wrap(err)

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver"
 )
 
 // Wake paces the wake-ups ("job.notify") of one driver: at most one per
@@ -31,7 +31,7 @@ func NewWake(cooldown time.Duration) *Wake {
 // due returns the distinct queues of jobs that are available now (not
 // scheduled later) and have had no wake-up within the cooldown, and
 // records them as woken.
-func (w *Wake) due(jobs []lsdriver.JobInsertParams) []string {
+func (w *Wake) due(jobs []driver.JobInsertParams) []string {
 	if w == nil {
 		return nil
 	}

@@ -5,18 +5,18 @@ import (
 	"errors"
 	"fmt"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // QueueSettings implements driver.Executor.
-func (e *Executor) QueueSettings(ctx context.Context) ([]lsdriver.QueueSettings, error) {
+func (e *Executor) QueueSettings(ctx context.Context) ([]rowtype.QueueSettings, error) {
 	rows, err := e.query(ctx, e.q, "queue.settings_list", e.cat().Get("queue.settings_list").SQL)
 	if err != nil {
 		return nil, e.wrap("queue settings", err)
 	}
-	var out []lsdriver.QueueSettings
+	var out []rowtype.QueueSettings
 	for rows.Next() {
-		var s lsdriver.QueueSettings
+		var s rowtype.QueueSettings
 		var maxWorkers int64
 		if err := rows.Scan(&s.Queue, nullTime{&s.Paused}, nullInt64{&maxWorkers}, nullTime{&s.UpdatedAt}); err != nil {
 			rows.Close()

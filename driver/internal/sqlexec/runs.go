@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
+
+	"github.com/lockstep-queue/lockstep/driver"
 )
 
 // RunInsert creates a run.
-func (e *Executor) RunInsert(ctx context.Context, p *lsdriver.RunInsertParams) (*lsdriver.RunRow, error) {
+func (e *Executor) RunInsert(ctx context.Context, p *driver.RunInsertParams) (*rowtype.RunRow, error) {
 	var meta any
 	if len(p.Metadata) > 0 {
 		meta = string(p.Metadata)
@@ -36,11 +38,11 @@ func (e *Executor) RunInsert(ctx context.Context, p *lsdriver.RunInsertParams) (
 }
 
 // RunGet reads one run.
-func (e *Executor) RunGet(ctx context.Context, id int64) (*lsdriver.RunRow, error) {
+func (e *Executor) RunGet(ctx context.Context, id int64) (*rowtype.RunRow, error) {
 	return e.getRun(ctx, e.q, id)
 }
 
-func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*lsdriver.RunRow, error) {
+func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*rowtype.RunRow, error) {
 	rows, err := e.query(ctx, q, "run.get", e.cat().Get("run.get").SQL, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("get run %d", id), err)
@@ -50,27 +52,27 @@ func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*lsdriver.R
 		if err := rows.Err(); err != nil {
 			return nil, e.wrap(fmt.Sprintf("get run %d", id), err)
 		}
-		return nil, fmt.Errorf("run %d: %w", id, lsdriver.ErrNotFound)
+		return nil, fmt.Errorf("run %d: %w", id, rowtype.ErrNotFound)
 	}
 	r, err := scanRun(rows)
 	return r, e.wrap(fmt.Sprintf("get run %d", id), err)
 }
 
 // RunCounts counts a run's jobs by status through the run index.
-func (e *Executor) RunCounts(ctx context.Context, id int64) (lsdriver.RunCounts, error) {
+func (e *Executor) RunCounts(ctx context.Context, id int64) (rowtype.RunCounts, error) {
 	rows, err := e.query(ctx, e.q, "run.counts", e.cat().Get("run.counts").SQL, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("count run %d", id), err)
 	}
 	defer rows.Close()
-	out := lsdriver.RunCounts{}
+	out := rowtype.RunCounts{}
 	for rows.Next() {
 		var status string
 		var n int64
 		if err := rows.Scan(&status, &n); err != nil {
 			return nil, e.wrap(fmt.Sprintf("count run %d", id), err)
 		}
-		out[lsdriver.JobStatus(status)] = int(n)
+		out[rowtype.JobStatus(status)] = int(n)
 	}
 	return out, e.wrap(fmt.Sprintf("count run %d", id), rows.Err())
 }
@@ -79,8 +81,8 @@ func (e *Executor) RunCounts(ctx context.Context, id int64) (lsdriver.RunCounts,
 // the run row by primary key (so no job can be enqueued into it), read the
 // ids of its live jobs without locking, then cancel them by primary key in
 // ascending id order, re-checking their status.
-func (e *Executor) RunCancel(ctx context.Context, id int64) (*lsdriver.RunCancelResult, error) {
-	var out *lsdriver.RunCancelResult
+func (e *Executor) RunCancel(ctx context.Context, id int64) (*rowtype.RunCancelResult, error) {
+	var out *rowtype.RunCancelResult
 	err := e.inTx(ctx, func(q Querier) error {
 		if _, err := e.exec(ctx, q, "run.cancel", e.cat().Get("run.cancel").SQL, id); err != nil {
 			return err
@@ -97,11 +99,11 @@ func (e *Executor) RunCancel(ctx context.Context, id int64) (*lsdriver.RunCancel
 		if _, err := e.execIDs(ctx, q, "job.cancel_many", ids); err != nil {
 			return err
 		}
-		out = &lsdriver.RunCancelResult{Run: run, Cancelled: ids}
+		out = &rowtype.RunCancelResult{Run: run, Cancelled: ids}
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, lsdriver.ErrNotFound) {
+		if errors.Is(err, rowtype.ErrNotFound) {
 			return nil, err
 		}
 		return nil, e.wrap(fmt.Sprintf("cancel run %d", id), err)

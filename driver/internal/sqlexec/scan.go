@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // JobColumns is the column list every catalogue selects job rows with, in
@@ -121,8 +121,8 @@ func (j jsonBytes) Scan(src any) error {
 	return nil
 }
 
-func scanJob(rows Rows, extra ...any) (*lsdriver.JobRow, error) {
-	j := &lsdriver.JobRow{}
+func scanJob(rows Rows, extra ...any) (*rowtype.JobRow, error) {
+	j := &rowtype.JobRow{}
 	var status string
 	var history json.RawMessage
 	var priority, attempts, maxAttempts int64
@@ -136,7 +136,7 @@ func scanJob(rows Rows, extra ...any) (*lsdriver.JobRow, error) {
 	if err := rows.Scan(append(dest, extra...)...); err != nil {
 		return nil, fmt.Errorf("scan job: %w", err)
 	}
-	j.Status = lsdriver.JobStatus(status)
+	j.Status = rowtype.JobStatus(status)
 	j.Priority, j.Attempts, j.MaxAttempts = int(priority), int(attempts), int(maxAttempts)
 	if len(history) > 0 {
 		if err := json.Unmarshal(history, &j.Errors); err != nil {
@@ -149,8 +149,8 @@ func scanJob(rows Rows, extra ...any) (*lsdriver.JobRow, error) {
 // scanJobs reads every row and reports any error, including one from
 // Close: a single-statement claim may commit when its result set ends, and
 // rows of a statement that failed there were never claimed.
-func scanJobs(rows Rows) ([]*lsdriver.JobRow, error) {
-	var out []*lsdriver.JobRow
+func scanJobs(rows Rows) ([]*rowtype.JobRow, error) {
+	var out []*rowtype.JobRow
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -165,12 +165,12 @@ func scanJobs(rows Rows) ([]*lsdriver.JobRow, error) {
 	return out, nil
 }
 
-func scanRun(rows Rows) (*lsdriver.RunRow, error) {
-	r := &lsdriver.RunRow{}
+func scanRun(rows Rows) (*rowtype.RunRow, error) {
+	r := &rowtype.RunRow{}
 	var status string
 	if err := rows.Scan(&r.ID, &r.Name, &status, jsonBytes{&r.Metadata}, nullTime{&r.CreatedAt}, nullTime{&r.CancelledAt}); err != nil {
 		return nil, fmt.Errorf("scan run: %w", err)
 	}
-	r.Status = lsdriver.RunStatus(status)
+	r.Status = rowtype.RunStatus(status)
 	return r, nil
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	lsdriver "github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
+
+	"github.com/lockstep-queue/lockstep/driver"
 )
 
 // maxUniqueTries bounds the insert-or-find loop: each further try means the
@@ -18,11 +20,11 @@ const maxUniqueTries = 10
 // on MySQL the duplicate is error 1062, classified by code. Either way the
 // holder is then read by its key; when it has left its unique statuses
 // since (finished, or cancelled), the insert is tried again.
-func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job lsdriver.JobInsertParams) (lsdriver.UniqueInsertResult, error) {
+func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job driver.JobInsertParams) (driver.UniqueInsertResult, error) {
 	if job.UniqueKey == "" {
-		return lsdriver.UniqueInsertResult{}, errors.New("insert unique job: no unique key")
+		return driver.UniqueInsertResult{}, errors.New("insert unique job: no unique key")
 	}
-	var res lsdriver.UniqueInsertResult
+	var res driver.UniqueInsertResult
 	try := func(q Querier) error {
 		if runID != 0 {
 			if err := e.lockRunShared(ctx, q, runID); err != nil {
@@ -35,7 +37,7 @@ func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job lsdrive
 				return err
 			}
 			if inserted {
-				res = lsdriver.UniqueInsertResult{ID: id}
+				res = driver.UniqueInsertResult{ID: id}
 				return nil
 			}
 			holder, err := e.idByUniqueKey(ctx, q, job.UniqueKey)
@@ -45,7 +47,7 @@ func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job lsdrive
 			if holder != 0 || e.pool == nil {
 				// Inside the caller's transaction a snapshot may predate
 				// the holder's commit; the client reads it from outside.
-				res = lsdriver.UniqueInsertResult{ID: holder, Duplicate: true}
+				res = driver.UniqueInsertResult{ID: holder, Duplicate: true}
 				return nil
 			}
 		}
@@ -58,10 +60,10 @@ func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job lsdrive
 		err = try(e.q)
 	}
 	if err != nil {
-		return lsdriver.UniqueInsertResult{}, e.wrap("insert unique job", err)
+		return driver.UniqueInsertResult{}, e.wrap("insert unique job", err)
 	}
 	if !res.Duplicate {
-		if queues := e.wake().due([]lsdriver.JobInsertParams{job}); len(queues) > 0 {
+		if queues := e.wake().due([]driver.JobInsertParams{job}); len(queues) > 0 {
 			// Best effort, outside the insert: a lost wake-up costs one
 			// poll interval, never a job.
 			_ = e.notify(ctx, e.q, queues)
@@ -72,7 +74,7 @@ func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job lsdrive
 
 // insertUnique runs job.insert_unique once; inserted is false for a
 // duplicate.
-func (e *Executor) insertUnique(ctx context.Context, q Querier, runID int64, j lsdriver.JobInsertParams) (int64, bool, error) {
+func (e *Executor) insertUnique(ctx context.Context, q Querier, runID int64, j driver.JobInsertParams) (int64, bool, error) {
 	st := e.cat().Get("job.insert_unique")
 	if runID != 0 {
 		j.RunID = runID
@@ -87,7 +89,7 @@ func (e *Executor) insertUnique(ctx context.Context, q Querier, runID int64, j l
 	}
 	res, err := e.exec(ctx, q, st.Name, st.SQL, args...)
 	if err != nil {
-		if kind, _ := e.d.Classify(err); kind == lsdriver.ErrorDuplicate {
+		if kind, _ := e.d.Classify(err); kind == rowtype.ErrorDuplicate {
 			return 0, false, nil
 		}
 		return 0, false, err

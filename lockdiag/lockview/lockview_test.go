@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/internal/testdb"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep-queue/lockstep/internal/sqlrows"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 // Hold opens a transaction on db and locks rows with query (a locking read

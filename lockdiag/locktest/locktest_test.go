@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/internal/testdb"
-	"github.com/lockstep-queue/lockstep/locktest"
+	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstep-queue/lockstep/rowtype"
+
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
@@ -123,7 +125,7 @@ func Drop(ctx context.Context, drv driver.Driver) error {
 type Transition struct {
 	Seq      int64
 	JobID    int64
-	From, To driver.JobStatus
+	From, To rowtype.JobStatus
 	Attempts int
 	// Errored: the change appended to the error history.
 	Errored bool
@@ -151,7 +153,7 @@ func Read(ctx context.Context, drv driver.Driver) (map[int64][]Transition, int, 
 		if err := rows.Scan(&t.Seq, &t.JobID, &from, &to, &t.Attempts, &t.Errored, &t.Snoozed, &lastErr); err != nil {
 			return nil, 0, fmt.Errorf("statusaudit: read: %w", err)
 		}
-		t.From, t.To, t.LastError = driver.JobStatus(from), driver.JobStatus(to), lastErr.String
+		t.From, t.To, t.LastError = rowtype.JobStatus(from), rowtype.JobStatus(to), lastErr.String
 		out[t.JobID] = append(out[t.JobID], t)
 		n++
 	}

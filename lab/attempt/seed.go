@@ -2,7 +2,7 @@
 // its data distributions, and the variants of its two statements (the
 // claim and the cancel) that the lab reproduces, races and explains. The
 // lab creates the table in a database the user names and drops it after.
-package seed
+package attempt
 
 import (
 	"context"

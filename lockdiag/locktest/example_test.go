@@ -9,8 +9,8 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/lockstep-queue/lockstep/locktest"
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 // The second seed's regression test, in Go: session A holds PRIMARY 300,

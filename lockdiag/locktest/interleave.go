@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lockstep-queue/lockstep/lockview"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
 // Outcome is what happened in one interleaving.
