@@ -13,17 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/migrate"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // The bad-input tests: each puts a few jobs in a fresh database (PENDING,

@@ -14,10 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/migrate"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Client enqueues jobs, and with Start runs workers for its queues.

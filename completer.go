@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // maxCompleteBatch bounds one batched DONE: one transaction, rows locked by

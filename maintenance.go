@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // heartbeatLoop refreshes the heartbeat of this client's running jobs and

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 type tickArgs struct{}

@@ -8,9 +8,8 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // producer claims jobs of one queue into free worker slots.

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 type uniqArgs struct {

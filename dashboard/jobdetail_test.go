@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+
 	"github.com/lockstep-queue/lockstep/dashboard"
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // TestDashboardJobMetadataAndOutput: on each database the job page shows

@@ -9,9 +9,8 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // JobInsertParams is one job to insert.

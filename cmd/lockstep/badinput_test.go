@@ -11,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/migrate"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Bad input through the binary: one line on stderr naming what is wrong,

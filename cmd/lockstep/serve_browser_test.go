@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+
 	"github.com/lockstep-queue/lockstep/internal/browser"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // TestServeBrowserCancelRun is the dashboard end to end: `lockstep serve`

@@ -4,11 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // testFeatures: unique inserts (alone, into a run, inside a transaction),

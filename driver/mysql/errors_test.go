@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // waitLockWait waits until the server shows a transaction in LOCK WAIT:

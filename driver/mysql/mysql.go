@@ -13,13 +13,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 //go:embed migrations/*.sql

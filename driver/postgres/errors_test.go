@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // waitLockWait waits until a backend waits on a lock: observable state.

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -24,6 +22,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 //go:embed migrations/*.sql

@@ -15,14 +15,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 //go:embed migrations/*.sql

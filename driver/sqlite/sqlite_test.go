@@ -6,13 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 func factory(t *testing.T) drivertest.Opener {

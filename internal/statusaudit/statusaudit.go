@@ -16,9 +16,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 const (

@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/statusaudit"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // maxProblems bounds the problem list: past it only the count grows.

@@ -4,11 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/internal/statusaudit"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // TestCheckerFindsEachBrokenPromise feeds the checker one job's records,

@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/internal/sqlrows"
 	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // The second seed's own table and data: 1,000 attempts in 10 runs of 100,

@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // op is one unit of the queue's work, as the client issues it.

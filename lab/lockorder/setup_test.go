@@ -5,8 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -16,6 +14,7 @@ import (
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/lab/planguard"
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

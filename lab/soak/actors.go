@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep"
+
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // actors are the load: enqueuers, a canceller and a dead worker. Each runs

@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep"
+
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/migrate"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Random streams, one per actor, so each actor's choices depend on the

@@ -8,9 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // deadlockReading is the server's deadlock counter at one moment.

@@ -5,14 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // TestDeadlockReadingsCountADeadlock makes one deadlock on purpose and

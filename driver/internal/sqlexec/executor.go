@@ -9,10 +9,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Dialect is what a database contributes to the shared executor.

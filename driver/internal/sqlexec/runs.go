@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // RunInsert creates a run.

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // maxUniqueTries bounds the insert-or-find loop: each further try means the
