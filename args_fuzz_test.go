@@ -199,7 +199,7 @@ func checkRaw(t *testing.T, data []byte) {
 		t.Fatal(err)
 	}
 	c := &Client{cfg: cfg}
-	row, err := c.encodeJob(EnqueueParams{Args: RawArgs{KindName: "raw", JSON: data}})
+	row, err := c.encodeJob(InsertManyParams{Args: RawArgs{KindName: "raw", JSON: data}})
 	valid := json.Valid(data)
 	switch {
 	case !valid && err == nil:

@@ -126,16 +126,18 @@ func newBadInputFixture(t *testing.T, drv driver.Driver) *badInputFixture {
 	c, err := lockstep.NewClient(drv, lockstep.Config{Logger: quietBadInputLogger()})
 	require.NoError(t, err)
 	f := &badInputFixture{drv: drv, c: c}
-	f.pending, err = c.Enqueue(ctx, existingArgs{N: 1, Note: "pending"}, nil)
+	pendingRes, err := c.Insert(ctx, existingArgs{N: 1, Note: "pending"}, nil)
 	require.NoError(t, err)
-	_, err = c.Enqueue(ctx, existingArgs{N: 2, Note: "later"}, &lockstep.EnqueueOpts{Queue: "other", Priority: 5, Delay: time.Hour, MaxAttempts: 3})
+	f.pending = pendingRes.ID
+	_, err = c.Insert(ctx, existingArgs{N: 2, Note: "later"}, &lockstep.InsertOpts{Queue: "other", Priority: 5, Delay: time.Hour, MaxAttempts: 3})
 	require.NoError(t, err)
 
 	// RUNNING, DONE and FAILED through the driver's own claim and finish,
 	// with no client running that would heartbeat or reap them.
 	claim := func(queue string, note string, max int) int64 {
-		id, err := c.Enqueue(ctx, existingArgs{N: 3, Note: note}, &lockstep.EnqueueOpts{Queue: queue, MaxAttempts: max})
+		idRes, err := c.Insert(ctx, existingArgs{N: 3, Note: note}, &lockstep.InsertOpts{Queue: queue, MaxAttempts: max})
 		require.NoError(t, err)
+		id := idRes.ID
 		jobs, err := drv.Executor().JobClaim(ctx, &driver.JobClaimParams{Queue: queue, Max: 1})
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)
@@ -152,10 +154,10 @@ func newBadInputFixture(t *testing.T, drv driver.Driver) *badInputFixture {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	run, _, err := c.CreateRun(ctx, "active", lockstep.EnqueueParams{Args: existingArgs{N: 4}}, lockstep.EnqueueParams{Args: existingArgs{N: 5}})
+	run, _, err := c.InsertRun(ctx, "active", nil, lockstep.InsertManyParams{Args: existingArgs{N: 4}}, lockstep.InsertManyParams{Args: existingArgs{N: 5}})
 	require.NoError(t, err)
 	f.activeRun = run.ID
-	gone, _, err := c.CreateRun(ctx, "cancelled", lockstep.EnqueueParams{Args: existingArgs{N: 6}})
+	gone, _, err := c.InsertRun(ctx, "cancelled", nil, lockstep.InsertManyParams{Args: existingArgs{N: 6}})
 	require.NoError(t, err)
 	_, err = c.CancelRun(ctx, gone.ID)
 	require.NoError(t, err)
@@ -187,7 +189,7 @@ func TestBadInputArgsNotJSON(t *testing.T) {
 
 		for _, bad := range []string{`{`, `{"a": 1,}`, ``, `nul`, `{"a":1} {"b":2}`, `NaN`, `'single'`, "{\"a\":\"\x00\"}"} {
 			raw := lockstep.RawArgs{KindName: "raw", JSON: json.RawMessage(bad)}
-			_, err := f.c.Enqueue(ctx, raw, nil)
+			_, err := f.c.Insert(ctx, raw, nil)
 			requireInvalid(t, err, "args are not valid JSON", "%q", bad)
 			require.Contains(t, err.Error(), `encode args of kind "raw"`)
 			var syn *json.SyntaxError
@@ -195,34 +197,34 @@ func TestBadInputArgsNotJSON(t *testing.T) {
 
 			// One bad job in a batch: none of the batch is inserted, and the
 			// error names the job.
-			_, err = f.c.EnqueueMany(ctx, []lockstep.EnqueueParams{{Args: existingArgs{N: 10}}, {Args: raw}, {Args: existingArgs{N: 11}}})
+			_, err = f.c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: existingArgs{N: 10}}, {Args: raw}, {Args: existingArgs{N: 11}}})
 			requireInvalid(t, err, "job 1: encode args", "%q", bad)
-			_, _, err = f.c.CreateRun(ctx, "never", lockstep.EnqueueParams{Args: existingArgs{N: 12}}, lockstep.EnqueueParams{Args: raw})
+			_, _, err = f.c.InsertRun(ctx, "never", nil, lockstep.InsertManyParams{Args: existingArgs{N: 12}}, lockstep.InsertManyParams{Args: raw})
 			requireInvalid(t, err, "create run: job 1", "%q", bad)
-			_, err = f.c.Enqueue(ctx, raw, &lockstep.EnqueueOpts{RunID: f.activeRun})
+			_, err = f.c.Insert(ctx, raw, &lockstep.InsertOpts{RunID: f.activeRun})
 			requireInvalid(t, err, "not valid JSON", "%q", bad)
 		}
 
 		// Typed args that do not encode.
-		_, err := f.c.Enqueue(ctx, lockstep.RawArgs{KindName: "nil_json"}, nil)
+		_, err := f.c.Insert(ctx, lockstep.RawArgs{KindName: "nil_json"}, nil)
 		requireInvalid(t, err, "args are not valid JSON")
-		_, err = f.c.Enqueue(ctx, unencodableArgs{F: math.Inf(1)}, nil)
+		_, err = f.c.Insert(ctx, unencodableArgs{F: math.Inf(1)}, nil)
 		requireInvalid(t, err, `encode args of kind "unencodable"`)
 		var unsupported *json.UnsupportedValueError
 		require.ErrorAs(t, err, &unsupported)
-		_, err = f.c.Enqueue(ctx, nil, nil)
+		_, err = f.c.Insert(ctx, nil, nil)
 		requireInvalid(t, err, "nil args")
 		var nilPtr *existingArgs
-		_, err = f.c.Enqueue(ctx, nilPtr, nil)
+		_, err = f.c.Insert(ctx, nilPtr, nil)
 		requireInvalid(t, err, "nil args (a nil *lockstep_test.existingArgs)")
-		_, err = f.c.EnqueueMany(ctx, nil)
+		_, err = f.c.InsertMany(ctx, nil)
 		requireInvalid(t, err, "no jobs given")
 
 		// Inside the caller's transaction: refused before the statement, and
 		// the transaction is still good to commit.
 		tx, err := drv.DB().BeginTx(ctx, nil)
 		require.NoError(t, err)
-		_, err = f.c.EnqueueManyTx(ctx, tx, []lockstep.EnqueueParams{{Args: existingArgs{N: 13}}, {Args: lockstep.RawArgs{KindName: "raw", JSON: json.RawMessage(`[`)}}})
+		_, err = f.c.InsertManyTx(ctx, tx, []lockstep.InsertManyParams{{Args: existingArgs{N: 13}}, {Args: lockstep.RawArgs{KindName: "raw", JSON: json.RawMessage(`[`)}}})
 		requireInvalid(t, err, "job 1: encode args")
 		require.NoError(t, tx.Commit())
 
@@ -246,19 +248,19 @@ func TestBadInputArgsTooLarge(t *testing.T) {
 		sized := func(n int) lockstep.RawArgs {
 			return lockstep.RawArgs{KindName: "big", JSON: json.RawMessage(`"` + strings.Repeat("a", n-2) + `"`)}
 		}
-		_, err = small.Enqueue(ctx, sized(65), nil)
+		_, err = small.Insert(ctx, sized(65), nil)
 		requireInvalid(t, err, `args of kind "big" are 65 bytes; the limit is 64`)
-		_, err = small.Enqueue(ctx, existingArgs{Note: strings.Repeat("x", 64)}, nil)
+		_, err = small.Insert(ctx, existingArgs{Note: strings.Repeat("x", 64)}, nil)
 		requireInvalid(t, err, `args of kind "existing" are 81 bytes; the limit is 64`)
 
 		// The default limit is 1 MiB.
-		_, err = f.c.Enqueue(ctx, sized(1<<20+1), nil)
+		_, err = f.c.Insert(ctx, sized(1<<20+1), nil)
 		requireInvalid(t, err, `args of kind "big" are 1048577 bytes; the limit is 1048576`)
-		_, err = f.c.EnqueueMany(ctx, []lockstep.EnqueueParams{{Args: sized(10)}, {Args: sized(10)}, {Args: sized(2 << 20)}})
+		_, err = f.c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: sized(10)}, {Args: sized(10)}, {Args: sized(2 << 20)}})
 		requireInvalid(t, err, "job 2: args of kind \"big\" are 2097152 bytes; the limit is 1048576")
-		_, err = f.c.Enqueue(ctx, sized(1<<20+1), &lockstep.EnqueueOpts{RunID: f.activeRun})
+		_, err = f.c.Insert(ctx, sized(1<<20+1), &lockstep.InsertOpts{RunID: f.activeRun})
 		requireInvalid(t, err, "the limit is 1048576")
-		_, _, err = f.c.CreateRun(ctx, "too big", lockstep.EnqueueParams{Args: sized(1<<20 + 1)})
+		_, _, err = f.c.InsertRun(ctx, "too big", nil, lockstep.InsertManyParams{Args: sized(1<<20 + 1)})
 		requireInvalid(t, err, "the limit is 1048576")
 
 		// The limit cannot be negative.
@@ -268,13 +270,15 @@ func TestBadInputArgsTooLarge(t *testing.T) {
 		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "no job or run changed")
 
 		// At the limit, args are stored whole.
-		atSmall, err := small.Enqueue(ctx, sized(64), nil)
+		atSmallRes, err := small.Insert(ctx, sized(64), nil)
 		require.NoError(t, err)
+		atSmall := atSmallRes.ID
 		j, err := small.Job(ctx, atSmall)
 		require.NoError(t, err)
 		require.Len(t, string(j.Args), 64)
-		atDefault, err := f.c.Enqueue(ctx, sized(1<<20), nil)
+		atDefaultRes, err := f.c.Insert(ctx, sized(1<<20), nil)
 		require.NoError(t, err)
+		atDefault := atDefaultRes.ID
 		j, err = f.c.Job(ctx, atDefault)
 		require.NoError(t, err)
 		require.Equal(t, 1<<20, len(j.Args))
@@ -290,12 +294,14 @@ func TestBadInputUnknownKind(t *testing.T) {
 		ctx := context.Background()
 		f := newBadInputFixture(t, drv)
 		nobody := lockstep.RawArgs{KindName: "nobody_here", JSON: json.RawMessage(`{"x":1}`)}
-		retried, err := f.c.Enqueue(ctx, nobody, &lockstep.EnqueueOpts{Queue: "unk", MaxAttempts: 5})
+		retriedRes, err := f.c.Insert(ctx, nobody, &lockstep.InsertOpts{Queue: "unk", MaxAttempts: 5})
 		require.NoError(t, err)
-		lastTry, err := f.c.Enqueue(ctx, nobody, &lockstep.EnqueueOpts{Queue: "unk", MaxAttempts: 1})
+		retried := retriedRes.ID
+		lastTryRes, err := f.c.Insert(ctx, nobody, &lockstep.InsertOpts{Queue: "unk", MaxAttempts: 1})
 		require.NoError(t, err)
+		lastTry := lastTryRes.ID
 		// Not yet due: the client must leave it alone.
-		_, err = f.c.Enqueue(ctx, nobody, &lockstep.EnqueueOpts{Queue: "unk", Delay: time.Hour})
+		_, err = f.c.Insert(ctx, nobody, &lockstep.InsertOpts{Queue: "unk", Delay: time.Hour})
 		require.NoError(t, err)
 		before := testdb.TakeSnapshot(t, drv.DB())
 
@@ -411,14 +417,14 @@ func TestBadInputNames(t *testing.T) {
 		before := testdb.TakeSnapshot(t, drv.DB())
 
 		for _, bn := range badNames {
-			_, err := f.c.Enqueue(ctx, lockstep.RawArgs{KindName: bn.name, JSON: json.RawMessage(`{}`)}, nil)
+			_, err := f.c.Insert(ctx, lockstep.RawArgs{KindName: bn.name, JSON: json.RawMessage(`{}`)}, nil)
 			requireInvalid(t, err, "enqueue: "+bn.want("kind"), "kind %q", bn.name)
 			if bn.name != "" { // an empty queue is the default queue
-				_, err = f.c.Enqueue(ctx, existingArgs{}, &lockstep.EnqueueOpts{Queue: bn.name})
+				_, err = f.c.Insert(ctx, existingArgs{}, &lockstep.InsertOpts{Queue: bn.name})
 				requireInvalid(t, err, "enqueue: "+bn.want("queue"), "queue %q", bn.name)
-				_, err = f.c.EnqueueMany(ctx, []lockstep.EnqueueParams{{Args: existingArgs{}}, {Args: existingArgs{}, Opts: &lockstep.EnqueueOpts{Queue: bn.name}}})
+				_, err = f.c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: existingArgs{}}, {Args: existingArgs{}, Opts: &lockstep.InsertOpts{Queue: bn.name}}})
 				requireInvalid(t, err, "enqueue: job 1: "+bn.want("queue"), "queue %q", bn.name)
-				_, _, err = f.c.CreateRun(ctx, "r", lockstep.EnqueueParams{Args: existingArgs{}, Opts: &lockstep.EnqueueOpts{Queue: bn.name}})
+				_, _, err = f.c.InsertRun(ctx, "r", nil, lockstep.InsertManyParams{Args: existingArgs{}, Opts: &lockstep.InsertOpts{Queue: bn.name}})
 				requireInvalid(t, err, "create run: "+bn.want("queue"), "queue %q", bn.name)
 			}
 			_, err = lockstep.NewClient(drv, lockstep.Config{Workers: lockstep.NewWorkers(), Queues: map[string]lockstep.QueueConfig{bn.name: {MaxWorkers: 1}}})
@@ -426,7 +432,7 @@ func TestBadInputNames(t *testing.T) {
 			err = lockstep.AddRawWorker(lockstep.NewWorkers(), bn.name, lockstep.WorkFunc(func(context.Context, *lockstep.Job[lockstep.RawArgs]) error { return nil }))
 			require.ErrorContains(t, err, "add worker: "+bn.want("kind"), "worker kind %q", bn.name)
 		}
-		_, err := f.c.Enqueue(ctx, badKindArgs{}, nil)
+		_, err := f.c.Insert(ctx, badKindArgs{}, nil)
 		requireInvalid(t, err, `kind name "bad\nkind" contains a control or invalid character`)
 		require.Error(t, lockstep.AddWorkerSafely(lockstep.NewWorkers(), lockstep.WorkFunc(func(context.Context, *lockstep.Job[badKindArgs]) error { return nil })))
 
@@ -434,8 +440,9 @@ func TestBadInputNames(t *testing.T) {
 
 		// At the limit: 128 bytes, in any script.
 		long := strings.Repeat("é", 64)
-		id, err := f.c.Enqueue(ctx, lockstep.RawArgs{KindName: long, JSON: json.RawMessage(`{}`)}, &lockstep.EnqueueOpts{Queue: long})
+		idRes, err := f.c.Insert(ctx, lockstep.RawArgs{KindName: long, JSON: json.RawMessage(`{}`)}, &lockstep.InsertOpts{Queue: long})
 		require.NoError(t, err)
+		id := idRes.ID
 		j, err := f.c.Job(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, long, j.Kind)
@@ -451,45 +458,45 @@ func TestBadInputOptions(t *testing.T) {
 
 		for _, tc := range []struct {
 			name string
-			opts lockstep.EnqueueOpts
+			opts lockstep.InsertOpts
 			want string
 		}{
-			{"negative max attempts", lockstep.EnqueueOpts{MaxAttempts: -1}, "max attempts must be positive, got -1"},
-			{"max attempts beyond the column", lockstep.EnqueueOpts{MaxAttempts: math.MaxInt32 + 1}, "max attempts 2147483648 is out of range [1, 2147483647]"},
-			{"negative delay", lockstep.EnqueueOpts{Delay: -5 * time.Second}, "delay must not be negative, got -5s"},
-			{"delay and time", lockstep.EnqueueOpts{Delay: time.Second, ScheduledAt: time.Now().Add(time.Hour)}, "give Delay or ScheduledAt, not both"},
-			{"year 10000", lockstep.EnqueueOpts{ScheduledAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "scheduled time 10000-01-01T00:00:00Z is outside the range the databases store, years 1000 to 9999"},
-			{"year 999", lockstep.EnqueueOpts{ScheduledAt: time.Date(999, 12, 31, 0, 0, 0, 0, time.UTC)}, "is outside the range the databases store"},
-			{"before year 0", lockstep.EnqueueOpts{ScheduledAt: time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC)}, "is outside the range the databases store"},
-			{"priority above int16", lockstep.EnqueueOpts{Priority: math.MaxInt16 + 1}, "priority 32768 is out of range [-32768, 32767]"},
-			{"priority below int16", lockstep.EnqueueOpts{Priority: math.MinInt16 - 1}, "priority -32769 is out of range [-32768, 32767]"},
-			{"negative run id", lockstep.EnqueueOpts{RunID: -1}, "run id must be positive, got -1"},
+			{"negative max attempts", lockstep.InsertOpts{MaxAttempts: -1}, "max attempts must be positive, got -1"},
+			{"max attempts beyond the column", lockstep.InsertOpts{MaxAttempts: math.MaxInt32 + 1}, "max attempts 2147483648 is out of range [1, 2147483647]"},
+			{"negative delay", lockstep.InsertOpts{Delay: -5 * time.Second}, "delay must not be negative, got -5s"},
+			{"delay and time", lockstep.InsertOpts{Delay: time.Second, ScheduledAt: time.Now().Add(time.Hour)}, "give Delay or ScheduledAt, not both"},
+			{"year 10000", lockstep.InsertOpts{ScheduledAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "scheduled time 10000-01-01T00:00:00Z is outside the range the databases store, years 1000 to 9999"},
+			{"year 999", lockstep.InsertOpts{ScheduledAt: time.Date(999, 12, 31, 0, 0, 0, 0, time.UTC)}, "is outside the range the databases store"},
+			{"before year 0", lockstep.InsertOpts{ScheduledAt: time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC)}, "is outside the range the databases store"},
+			{"priority above int16", lockstep.InsertOpts{Priority: math.MaxInt16 + 1}, "priority 32768 is out of range [-32768, 32767]"},
+			{"priority below int16", lockstep.InsertOpts{Priority: math.MinInt16 - 1}, "priority -32769 is out of range [-32768, 32767]"},
+			{"negative run id", lockstep.InsertOpts{RunID: -1}, "run id must be positive, got -1"},
 		} {
-			_, err := f.c.Enqueue(ctx, existingArgs{}, &tc.opts)
+			_, err := f.c.Insert(ctx, existingArgs{}, &tc.opts)
 			requireInvalid(t, err, tc.want, tc.name)
-			_, err = f.c.EnqueueMany(ctx, []lockstep.EnqueueParams{{Args: existingArgs{}}, {Args: existingArgs{}, Opts: &tc.opts}})
+			_, err = f.c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: existingArgs{}}, {Args: existingArgs{}, Opts: &tc.opts}})
 			requireInvalid(t, err, tc.want, tc.name)
 			require.Contains(t, err.Error(), "enqueue: job 1: ", tc.name)
 		}
-		_, err := f.c.EnqueueMany(ctx, []lockstep.EnqueueParams{{Args: existingArgs{}, Opts: &lockstep.EnqueueOpts{RunID: f.activeRun}}, {Args: existingArgs{}}})
+		_, err := f.c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: existingArgs{}, Opts: &lockstep.InsertOpts{RunID: f.activeRun}}, {Args: existingArgs{}}})
 		requireInvalid(t, err, fmt.Sprintf("job 1: all jobs of one call must share one RunID (0 vs %d)", f.activeRun))
-		_, _, err = f.c.CreateRun(ctx, "nested", lockstep.EnqueueParams{Args: existingArgs{}, Opts: &lockstep.EnqueueOpts{RunID: f.activeRun}})
+		_, _, err = f.c.InsertRun(ctx, "nested", nil, lockstep.InsertManyParams{Args: existingArgs{}, Opts: &lockstep.InsertOpts{RunID: f.activeRun}})
 		requireInvalid(t, err, "jobs of a new run must not name a RunID")
 		for _, name := range []string{"", strings.Repeat("r", 256), "bad\nrun", "bell\a", "c1\u0085"} {
-			_, _, err = f.c.CreateRun(ctx, name)
+			_, _, err = f.c.InsertRun(ctx, name, nil)
 			requireInvalid(t, err, "create run: ")
 		}
 
 		// Runs that cannot take jobs: the database says so, and nothing is
 		// inserted.
-		_, err = f.c.Enqueue(ctx, existingArgs{}, &lockstep.EnqueueOpts{RunID: f.cancelledRun})
+		_, err = f.c.Insert(ctx, existingArgs{}, &lockstep.InsertOpts{RunID: f.cancelledRun})
 		require.ErrorIs(t, err, lockstep.ErrRunCancelled)
 		require.NotErrorIs(t, err, lockstep.ErrInvalidJob)
-		_, err = f.c.EnqueueMany(ctx, []lockstep.EnqueueParams{{Args: existingArgs{}, Opts: &lockstep.EnqueueOpts{RunID: f.cancelledRun}}, {Args: existingArgs{}, Opts: &lockstep.EnqueueOpts{RunID: f.cancelledRun}}})
+		_, err = f.c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: existingArgs{}, Opts: &lockstep.InsertOpts{RunID: f.cancelledRun}}, {Args: existingArgs{}, Opts: &lockstep.InsertOpts{RunID: f.cancelledRun}}})
 		require.ErrorIs(t, err, lockstep.ErrRunCancelled)
-		_, err = f.c.Enqueue(ctx, existingArgs{}, &lockstep.EnqueueOpts{RunID: f.cancelledRun + 1000})
+		_, err = f.c.Insert(ctx, existingArgs{}, &lockstep.InsertOpts{RunID: f.cancelledRun + 1000})
 		require.ErrorIs(t, err, lockstep.ErrNotFound)
-		_, err = f.c.Enqueue(ctx, existingArgs{}, &lockstep.EnqueueOpts{RunID: math.MaxInt64})
+		_, err = f.c.Insert(ctx, existingArgs{}, &lockstep.InsertOpts{RunID: math.MaxInt64})
 		require.ErrorIs(t, err, lockstep.ErrNotFound)
 
 		// The same limits on the client's defaults.
@@ -507,18 +514,19 @@ func TestBadInputOptions(t *testing.T) {
 		// The edges that are allowed: 0 attempts is the default, the int16
 		// bounds are priorities, the years 1000 and 9999 are times.
 		for _, tc := range []struct {
-			opts                lockstep.EnqueueOpts
+			opts                lockstep.InsertOpts
 			maxAttempts, prio   int
 			availableAtYear     int
 			availableAtIsFuture bool
 		}{
-			{lockstep.EnqueueOpts{MaxAttempts: 0}, 25, 0, 0, false},
-			{lockstep.EnqueueOpts{MaxAttempts: math.MaxInt32, Priority: math.MaxInt16}, math.MaxInt32, math.MaxInt16, 0, false},
-			{lockstep.EnqueueOpts{Priority: math.MinInt16, ScheduledAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}, 25, math.MinInt16, 9999, true},
-			{lockstep.EnqueueOpts{ScheduledAt: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)}, 25, 0, 1000, false},
+			{lockstep.InsertOpts{MaxAttempts: 0}, 25, 0, 0, false},
+			{lockstep.InsertOpts{MaxAttempts: math.MaxInt32, Priority: math.MaxInt16}, math.MaxInt32, math.MaxInt16, 0, false},
+			{lockstep.InsertOpts{Priority: math.MinInt16, ScheduledAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}, 25, math.MinInt16, 9999, true},
+			{lockstep.InsertOpts{ScheduledAt: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)}, 25, 0, 1000, false},
 		} {
-			id, err := f.c.Enqueue(ctx, existingArgs{}, &tc.opts)
+			idRes, err := f.c.Insert(ctx, existingArgs{}, &tc.opts)
 			require.NoError(t, err, "%+v", tc.opts)
+			id := idRes.ID
 			j, err := f.c.Job(ctx, id)
 			require.NoError(t, err)
 			require.Equal(t, tc.maxAttempts, j.MaxAttempts)
@@ -616,8 +624,9 @@ func TestBadInputSQLMetacharacters(t *testing.T) {
 		var added []int64
 		for _, name := range sqlMetaNames {
 			args := json.RawMessage(fmt.Sprintf(`{"name":%q,"sql":"'; DROP TABLE lockstep_runs; --"}`, name))
-			id, err := f.c.Enqueue(ctx, lockstep.RawArgs{KindName: name, JSON: args}, &lockstep.EnqueueOpts{Queue: name, Delay: time.Hour})
+			idRes, err := f.c.Insert(ctx, lockstep.RawArgs{KindName: name, JSON: args}, &lockstep.InsertOpts{Queue: name, Delay: time.Hour})
 			require.NoError(t, err, "%q", name)
+			id := idRes.ID
 			ids[name] = id
 			added = append(added, id)
 			j, err := f.c.Job(ctx, id)
@@ -642,8 +651,9 @@ func TestBadInputSQLMetacharacters(t *testing.T) {
 		// A worker for such a queue and kind runs its job, and touches no
 		// other row.
 		victim := sqlMetaNames[0]
-		id, err := f.c.Enqueue(ctx, lockstep.RawArgs{KindName: victim, JSON: json.RawMessage(`{}`)}, &lockstep.EnqueueOpts{Queue: victim})
+		idRes, err := f.c.Insert(ctx, lockstep.RawArgs{KindName: victim, JSON: json.RawMessage(`{}`)}, &lockstep.InsertOpts{Queue: victim})
 		require.NoError(t, err)
+		id := idRes.ID
 		mid := testdb.TakeSnapshot(t, drv.DB())
 		ran := make(chan string, 1)
 		ws := lockstep.NewWorkers()

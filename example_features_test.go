@@ -49,7 +49,7 @@ func ExampleUniqueOpts() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	opts := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{ByPeriod: time.Hour}}
+	opts := &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{ByPeriod: time.Hour}}
 	first, err := client.Insert(ctx, SyncAccount{Account: 42}, opts)
 	if err != nil {
 		log.Fatal(err)
@@ -89,12 +89,12 @@ func ExampleRecordOutput() {
 		log.Fatal(err)
 	}
 	defer client.Stop(ctx)
-	id, err := client.Enqueue(ctx, SyncAccount{Account: 42}, &lockstep.EnqueueOpts{Metadata: map[string]string{"requested_by": "ada"}})
+	res, err := client.Insert(ctx, SyncAccount{Account: 42}, &lockstep.InsertOpts{Metadata: map[string]string{"requested_by": "ada"}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	for {
-		job, err := client.Job(ctx, id)
+		job, err := client.Job(ctx, res.ID)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func ExamplePeriodicJob() {
 		PeriodicJobs: []lockstep.PeriodicJob{
 			{Name: "hourly-sync", Cron: "0 * * * *", Args: SyncAccount{Account: 42}},
 			{Name: "quarter-hour-sync", Interval: 15 * time.Minute, Args: SyncAccount{Account: 7},
-				Opts: &lockstep.EnqueueOpts{Queue: "sync"}, CatchUp: time.Hour},
+				Opts: &lockstep.InsertOpts{Queue: "sync"}, CatchUp: time.Hour},
 		},
 	})
 	if err != nil {

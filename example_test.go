@@ -48,15 +48,15 @@ func Example() {
 	if err := client.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	run, ids, err := client.CreateRun(ctx, "thumbnails",
-		lockstep.EnqueueParams{Args: ResizeImage{Path: "a.png"}},
-		lockstep.EnqueueParams{Args: ResizeImage{Path: "b.png"}},
-		lockstep.EnqueueParams{Args: ResizeImage{Path: "c.png"}},
+	run, jobs, err := client.InsertRun(ctx, "thumbnails", nil,
+		lockstep.InsertManyParams{Args: ResizeImage{Path: "a.png"}},
+		lockstep.InsertManyParams{Args: ResizeImage{Path: "b.png"}},
+		lockstep.InsertManyParams{Args: ResizeImage{Path: "c.png"}},
 	)
 	if err != nil {
 		log.Fatal(err)
 	}
-	for range ids {
+	for range jobs {
 		<-done
 	}
 	if err := client.Stop(ctx); err != nil { // waits for the results to be written
@@ -66,6 +66,6 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("run %q: %d jobs, %d done\n", run.Name, len(ids), counts[lockstep.StatusDone])
+	fmt.Printf("run %q: %d jobs, %d done\n", run.Name, len(jobs), counts[lockstep.StatusDone])
 	// Output: run "thumbnails": 3 jobs, 3 done
 }

@@ -88,12 +88,13 @@ func faultSetup(t *testing.T, ctx context.Context, d faultDialect, dsn string, n
 	require.NoError(t, chaos.InstallLedger(ctx, direct))
 	c, err := lockstep.NewClient(direct, lockstep.Config{})
 	require.NoError(t, err)
-	params := make([]lockstep.EnqueueParams, n)
+	params := make([]lockstep.InsertManyParams, n)
 	for i := range params {
-		params[i] = lockstep.EnqueueParams{Args: chaos.LedgerArgs{Millis: 5}}
+		params[i] = lockstep.InsertManyParams{Args: chaos.LedgerArgs{Millis: 5}}
 	}
-	ids, err := c.EnqueueMany(ctx, params)
+	idsRes, err := c.InsertMany(ctx, params)
 	require.NoError(t, err)
+	ids := insertedIDs(idsRes)
 	jobs := make(map[int64]int64, n)
 	for _, id := range ids {
 		jobs[id] = 0
@@ -290,12 +291,13 @@ func TestLostClaimCommitIsReaped(t *testing.T) {
 			eventually(t, 30*time.Second, "the first job to be DONE", func() bool { return openJobs(t, direct) == 0 })
 
 			fault := p.DropOn(faultproxy.Rule{Match: []byte(match[d.name]), After: true, Times: 1})
-			params := make([]lockstep.EnqueueParams, n)
+			params := make([]lockstep.InsertManyParams, n)
 			for i := range params {
-				params[i] = lockstep.EnqueueParams{Args: chaos.LedgerArgs{Millis: 5}}
+				params[i] = lockstep.InsertManyParams{Args: chaos.LedgerArgs{Millis: 5}}
 			}
-			ids, err := a.EnqueueMany(ctx, params)
+			idsRes, err := a.InsertMany(ctx, params)
 			require.NoError(t, err)
+			ids := insertedIDs(idsRes)
 			select {
 			case <-fault.Fired():
 			case <-time.After(30 * time.Second):

@@ -16,14 +16,14 @@ import (
 type reportArgs struct{ Day string }
 
 func (reportArgs) Kind() string { return "report" }
-func (reportArgs) InsertOpts() lockstep.EnqueueOpts {
-	return lockstep.EnqueueOpts{Queue: "reports", Priority: 5, MaxAttempts: 3, Delay: time.Hour}
+func (reportArgs) InsertOpts() lockstep.InsertOpts {
+	return lockstep.InsertOpts{Queue: "reports", Priority: 5, MaxAttempts: 3, Delay: time.Hour}
 }
 
 type runDefaultArgs struct{}
 
-func (runDefaultArgs) Kind() string                     { return "run_default" }
-func (runDefaultArgs) InsertOpts() lockstep.EnqueueOpts { return lockstep.EnqueueOpts{RunID: 7} }
+func (runDefaultArgs) Kind() string                    { return "run_default" }
+func (runDefaultArgs) InsertOpts() lockstep.InsertOpts { return lockstep.InsertOpts{RunID: 7} }
 
 // TestKindInsertOpts: a kind's defaults apply where the enqueue leaves a
 // field unset, the enqueue's own options win, and a default that names a
@@ -35,8 +35,9 @@ func TestKindInsertOpts(t *testing.T) {
 		require.NoError(t, err)
 
 		before := time.Now()
-		id, err := c.Enqueue(ctx, reportArgs{Day: "2026-11-30"}, nil)
+		idRes, err := c.Insert(ctx, reportArgs{Day: "2026-11-30"}, nil)
 		require.NoError(t, err)
+		id := idRes.ID
 		j, err := c.Job(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, "reports", j.Queue)
@@ -45,8 +46,9 @@ func TestKindInsertOpts(t *testing.T) {
 		require.WithinDuration(t, before.Add(time.Hour), j.AvailableAt, time.Minute, "the kind's delay")
 
 		at := time.Now().Add(10 * time.Minute).UTC().Truncate(time.Second)
-		id, err = c.Enqueue(ctx, reportArgs{}, &lockstep.EnqueueOpts{Queue: "urgent", Priority: -1, MaxAttempts: 9, ScheduledAt: at})
+		idRes, err = c.Insert(ctx, reportArgs{}, &lockstep.InsertOpts{Queue: "urgent", Priority: -1, MaxAttempts: 9, ScheduledAt: at})
 		require.NoError(t, err)
+		id = idRes.ID
 		j, err = c.Job(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, "urgent", j.Queue)
@@ -54,15 +56,16 @@ func TestKindInsertOpts(t *testing.T) {
 		require.Equal(t, 9, j.MaxAttempts)
 		require.WithinDuration(t, at, j.AvailableAt, time.Second, "ScheduledAt replaces the kind's delay")
 
-		id, err = c.Enqueue(ctx, existingArgs{}, nil)
+		idRes, err = c.Insert(ctx, existingArgs{}, nil)
 		require.NoError(t, err)
+		id = idRes.ID
 		j, err = c.Job(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, lockstep.DefaultQueue, j.Queue, "a kind without defaults")
 		require.Equal(t, 25, j.MaxAttempts)
 
 		before2 := testdb.TakeSnapshot(t, drv.DB())
-		_, err = c.Enqueue(ctx, runDefaultArgs{}, nil)
+		_, err = c.Insert(ctx, runDefaultArgs{}, nil)
 		requireInvalid(t, err, "InsertOpts must not name a RunID")
 		require.Equal(t, before2, testdb.TakeSnapshot(t, drv.DB()))
 	})

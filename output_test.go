@@ -48,15 +48,18 @@ func TestOutputAndMetadata(t *testing.T) {
 		}))
 		c := quietClient(t, drv, lockstep.Config{Workers: ws, MaxArgsBytes: 4096})
 		meta := map[string]any{"requested_by": "alice", "trace": "abc123"}
-		withOut, err := c.Enqueue(ctx, resizeArgs{Image: "cat.png"}, &lockstep.EnqueueOpts{Metadata: meta})
+		withOutRes, err := c.Insert(ctx, resizeArgs{Image: "cat.png"}, &lockstep.InsertOpts{Metadata: meta})
 		require.NoError(t, err)
-		failing, err := c.Enqueue(ctx, resizeArgs{Image: "gone.png", Fail: true}, nil)
+		withOut := withOutRes.ID
+		failingRes, err := c.Insert(ctx, resizeArgs{Image: "gone.png", Fail: true}, nil)
 		require.NoError(t, err)
-		plain, err := c.Enqueue(ctx, resizeArgs{}, nil)
+		failing := failingRes.ID
+		plainRes, err := c.Insert(ctx, resizeArgs{}, nil)
 		require.NoError(t, err)
-		_, err = c.Enqueue(ctx, resizeArgs{}, &lockstep.EnqueueOpts{Metadata: strings.Repeat("m", 5000)})
+		plain := plainRes.ID
+		_, err = c.Insert(ctx, resizeArgs{}, &lockstep.InsertOpts{Metadata: strings.Repeat("m", 5000)})
 		requireInvalid(t, err, "metadata is 5002 bytes; the limit is 4096")
-		_, err = c.Enqueue(ctx, resizeArgs{}, &lockstep.EnqueueOpts{Metadata: "nul\x00"})
+		_, err = c.Insert(ctx, resizeArgs{}, &lockstep.InsertOpts{Metadata: "nul\x00"})
 		requireInvalid(t, err, "metadata contains the character U+0000")
 
 		require.NoError(t, c.Start(ctx))

@@ -28,7 +28,7 @@ type PeriodicJob struct {
 	// Opts for each tick's job: queue, priority, attempts, metadata. The
 	// tick sets the scheduled time and the unique key, so ScheduledAt,
 	// Delay, RunID and Unique must be unset.
-	Opts *EnqueueOpts
+	Opts *InsertOpts
 	// CatchUp, when positive, makes Start enqueue the ticks of the last
 	// CatchUp that have no job (missed while no process ran), each still
 	// once. Default 0: missed ticks are not replayed. Keep it shorter than
@@ -135,7 +135,7 @@ var allStatuses = []JobStatus{StatusPending, StatusRunning, StatusDone, StatusFa
 // enqueueTick enqueues one tick's job; a duplicate means another process
 // (or an earlier start) already did.
 func (c *Client) enqueueTick(ctx context.Context, e *periodicEntry, tick time.Time) (*InsertResult, error) {
-	o := EnqueueOpts{}
+	o := InsertOpts{}
 	if e.job.Opts != nil {
 		o = *e.job.Opts
 	}

@@ -127,7 +127,7 @@ func TestPeriodicConfig(t *testing.T) {
 		{lockstep.PeriodicJob{Name: "x", Args: tickArgs{}, Interval: time.Microsecond}, "Interval must be at least 1ms"},
 		{lockstep.PeriodicJob{Name: "", Args: tickArgs{}, Interval: time.Hour}, "periodic job name is empty"},
 		{lockstep.PeriodicJob{Name: "x", Interval: time.Hour}, `periodic job "x": no Args`},
-		{lockstep.PeriodicJob{Name: "x", Args: tickArgs{}, Interval: time.Hour, Opts: &lockstep.EnqueueOpts{Delay: time.Second}}, "Opts must not set ScheduledAt, Delay, RunID or Unique"},
+		{lockstep.PeriodicJob{Name: "x", Args: tickArgs{}, Interval: time.Hour, Opts: &lockstep.InsertOpts{Delay: time.Second}}, "Opts must not set ScheduledAt, Delay, RunID or Unique"},
 	} {
 		_, err := lockstep.NewClient(drv, lockstep.Config{PeriodicJobs: []lockstep.PeriodicJob{tc.pj}})
 		require.ErrorContains(t, err, tc.want)

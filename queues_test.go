@@ -86,8 +86,9 @@ func TestPauseQueue(t *testing.T) {
 
 		var ids []int64
 		for _, w := range workers {
-			id, err := w.Enqueue(ctx, gateArgs{}, &lockstep.EnqueueOpts{Queue: "q"})
+			idRes, err := w.Insert(ctx, gateArgs{}, &lockstep.InsertOpts{Queue: "q"})
 			require.NoError(t, err)
+			id := idRes.ID
 			ids = append(ids, id)
 		}
 		for _, w := range workers {
@@ -139,7 +140,7 @@ func TestQueueMaxWorkers(t *testing.T) {
 			Queues:  map[string]lockstep.QueueConfig{"q": {MaxWorkers: 4}},
 		})
 		for range 6 {
-			_, err := admin.Enqueue(ctx, gateArgs{}, &lockstep.EnqueueOpts{Queue: "q"})
+			_, err := admin.Insert(ctx, gateArgs{}, &lockstep.InsertOpts{Queue: "q"})
 			require.NoError(t, err)
 		}
 		require.NoError(t, w.Start(ctx))

@@ -84,12 +84,13 @@ func TestDatabaseRestart(t *testing.T) {
 				})
 				require.NoError(t, err)
 				const n = 600
-				params := make([]lockstep.EnqueueParams, n)
+				params := make([]lockstep.InsertManyParams, n)
 				for i := range params {
-					params[i] = lockstep.EnqueueParams{Args: restartArgs{}}
+					params[i] = lockstep.InsertManyParams{Args: restartArgs{}}
 				}
-				ids, err := client.EnqueueMany(ctx, params)
+				idsRes, err := client.InsertMany(ctx, params)
 				require.NoError(t, err)
+				ids := insertedIDs(idsRes)
 				require.NoError(t, client.Start(ctx))
 				defer func() { _ = client.Stop(ctx) }()
 

@@ -33,12 +33,13 @@ func TestRetention(t *testing.T) {
 		require.NoError(t, err)
 
 		const n = 2500
-		params := make([]lockstep.EnqueueParams, n+4)
+		params := make([]lockstep.InsertManyParams, n+4)
 		for i := range params {
-			params[i] = lockstep.EnqueueParams{Args: keepArgs{}}
+			params[i] = lockstep.InsertManyParams{Args: keepArgs{}}
 		}
-		ids, err := c.EnqueueMany(ctx, params)
+		idsRes, err := c.InsertMany(ctx, params)
 		require.NoError(t, err)
+		ids := insertedIDs(idsRes)
 		claimed, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: lockstep.DefaultQueue, Max: n + 2})
 		require.NoError(t, err)
 		require.Len(t, claimed, n+2)

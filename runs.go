@@ -21,25 +21,11 @@ type RunOpts struct {
 	Metadata any
 }
 
-// CreateRun creates a run and its jobs in one transaction and returns the
-// run and the jobs' ids in input order.
-func (c *Client) CreateRun(ctx context.Context, name string, jobs ...EnqueueParams) (*Run, []int64, error) {
-	return c.CreateRunWithOpts(ctx, name, nil, jobs...)
-}
-
-// CreateRunWithOpts is CreateRun with options.
-func (c *Client) CreateRunWithOpts(ctx context.Context, name string, opts *RunOpts, jobs ...EnqueueParams) (*Run, []int64, error) {
-	run, res, err := c.InsertRun(ctx, name, opts, jobs...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return run, resultIDs(res), nil
-}
-
-// InsertRun is CreateRunWithOpts, saying of each job whether it was a
-// duplicate of a unique job (which then belongs to another run, or to
-// none).
-func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs ...EnqueueParams) (*Run, []InsertResult, error) {
+// InsertRun creates a run and its jobs in one transaction and returns the
+// run and each job's result in input order. A unique job that is a
+// duplicate stays where it is (in another run, or in none) and is flagged
+// in its result.
+func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs ...InsertManyParams) (*Run, []InsertResult, error) {
 	if name == "" || len(name) > 255 {
 		return nil, nil, fmt.Errorf("create run: %w: name must be 1 to 255 bytes, got %d", ErrInvalidJob, len(name))
 	}

@@ -2,7 +2,6 @@ package lockstep
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -105,148 +103,4 @@ func canonicalJSON(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("args: %w", err)
 	}
 	return json.Marshal(v)
-}
-
-// InsertResult is the outcome of an insert.
-type InsertResult struct {
-	// ID is the new job, or for a duplicate the job that holds the key.
-	// It is 0 only for a duplicate whose holder left its unique statuses
-	// before it could be read.
-	ID int64
-	// Duplicate is true when a job with the same unique key was in one of
-	// its unique statuses, and nothing was inserted.
-	Duplicate bool
-}
-
-// Insert is Enqueue, saying whether a unique job was a duplicate.
-func (c *Client) Insert(ctx context.Context, args JobArgs, opts *EnqueueOpts) (*InsertResult, error) {
-	res, err := c.insert(ctx, []EnqueueParams{{Args: args, Opts: opts}})
-	if err != nil {
-		return nil, err
-	}
-	return &res[0], nil
-}
-
-// InsertTx is EnqueueTx, saying whether a unique job was a duplicate. A
-// duplicate found inside tx is final for tx: the holder committed first.
-func (c *Client) InsertTx(ctx context.Context, tx any, args JobArgs, opts *EnqueueOpts) (*InsertResult, error) {
-	res, err := c.insertTx(ctx, tx, []EnqueueParams{{Args: args, Opts: opts}})
-	if err != nil {
-		return nil, err
-	}
-	return &res[0], nil
-}
-
-// insertRows inserts prepared jobs through ex: the plain ones in batches,
-// then each unique one alone (its insert may find a duplicate instead), in
-// descending key order. Inside one transaction each insert keeps its key
-// locked until commit, so two transactions taking keys in opposite orders
-// would deadlock; and one order is not enough on MariaDB, where an insert
-// that waits for a holder also asks for the gap before the holder's
-// record, which in an ascending index is where the holder's next larger
-// key goes. The unique index is descending there, and keys go in its
-// order: the next key a transaction inserts lies after the record others
-// wait on, never in the gap they ask for.
-//
-// retry is true on the client's own pool: there a call with several jobs,
-// some unique, runs in one transaction of its own (all or nothing, like a
-// plain batch), and a deadlock victim or a busy database is retried
-// (repeating a lone unique insert is harmless too: a try that committed
-// before its connection failed makes the next its duplicate). A caller's
-// transaction is the caller's to retry.
-func (c *Client) insertRows(ctx context.Context, ex driver.Executor, retry bool, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
-	if !retry {
-		return c.insertRowsOnce(ctx, ex, runID, rows)
-	}
-	atomic := len(rows) > 1 && slices.ContainsFunc(rows, func(r driver.JobInsertParams) bool { return r.UniqueKey != "" })
-	var res []InsertResult
-	err := c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
-		if !atomic {
-			var err error
-			res, err = c.insertRowsOnce(ctx, ex, runID, rows)
-			return err
-		}
-		tx, err := c.drv.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback() }()
-		if res, err = c.insertRowsOnce(ctx, tx, runID, rows); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
-	return res, err
-}
-
-// insertRowsOnce is insertRows' one try. When it makes more than one
-// insert call, ex is a transaction (insertRows sees to it), so only the
-// first call locks the run; the others name it on their rows.
-func (c *Client) insertRowsOnce(ctx context.Context, ex driver.Executor, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
-	res := make([]InsertResult, len(rows))
-	var uniqueAt []int
-	for i, r := range rows {
-		if r.UniqueKey != "" {
-			uniqueAt = append(uniqueAt, i)
-		}
-	}
-	plain, plainAt := rows, []int(nil) // all plain: no copy
-	if len(uniqueAt) > 0 {
-		plain = nil
-		for i, r := range rows {
-			if r.UniqueKey == "" {
-				plain, plainAt = append(plain, r), append(plainAt, i)
-			}
-		}
-	}
-	lockRun := runID
-	if len(plain) > 0 {
-		var ids []int64
-		var err error
-		if lockRun != 0 {
-			ids, err = ex.JobInsertIntoRun(ctx, lockRun, plain)
-		} else {
-			ids, err = ex.JobInsertMany(ctx, plain)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for k, id := range ids {
-			i := k
-			if plainAt != nil {
-				i = plainAt[k]
-			}
-			res[i].ID = id
-		}
-		lockRun = 0
-	}
-	slices.SortStableFunc(uniqueAt, func(a, b int) int { return strings.Compare(rows[b].UniqueKey, rows[a].UniqueKey) })
-	for _, i := range uniqueAt {
-		row := rows[i]
-		if runID != 0 {
-			row.RunID = runID
-		}
-		u, err := ex.JobInsertUnique(ctx, lockRun, row)
-		if err != nil {
-			return nil, err
-		}
-		lockRun = 0
-		if u.Duplicate && u.ID == 0 {
-			// The caller's snapshot predates the holder: read it from
-			// outside the transaction.
-			if u.ID, err = c.exec.JobIDByUniqueKey(ctx, row.UniqueKey); err != nil {
-				return nil, err
-			}
-		}
-		res[i] = InsertResult{ID: u.ID, Duplicate: u.Duplicate}
-	}
-	return res, nil
-}
-
-func resultIDs(res []InsertResult) []int64 {
-	ids := make([]int64, len(res))
-	for i, r := range res {
-		ids[i] = r.ID
-	}
-	return ids
 }

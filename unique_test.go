@@ -56,7 +56,7 @@ func TestUniqueJobs(t *testing.T) {
 		ctx := context.Background()
 		c := quietClient(t, drv, lockstep.Config{})
 		ex := drv.Executor()
-		uniq := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}}
+		uniq := &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{}}
 
 		first, err := c.Insert(ctx, uniqArgs{Account: 1, Month: "2026-11"}, uniq)
 		require.NoError(t, err)
@@ -68,19 +68,20 @@ func TestUniqueJobs(t *testing.T) {
 		raw, err := c.Insert(ctx, lockstep.RawArgs{KindName: "uniq", JSON: json.RawMessage(`{ "month": "2026-11", "account": 1 }`)}, uniq)
 		require.NoError(t, err)
 		require.Equal(t, lockstep.InsertResult{ID: first.ID, Duplicate: true}, *raw)
-		// Enqueue returns the holder's id too.
-		id, err := c.Enqueue(ctx, uniqArgs{Account: 1, Month: "2026-11"}, uniq)
+		// Insert returns the holder's id too.
+		idRes, err := c.Insert(ctx, uniqArgs{Account: 1, Month: "2026-11"}, uniq)
 		require.NoError(t, err)
+		id := idRes.ID
 		require.Equal(t, first.ID, id)
 		other, err := c.Insert(ctx, uniqArgs{Account: 2, Month: "2026-11"}, uniq)
 		require.NoError(t, err)
 		require.False(t, other.Duplicate)
 		// Without UniqueOpts nothing is checked.
-		_, err = c.Enqueue(ctx, uniqArgs{Account: 1, Month: "2026-11"}, nil)
+		_, err = c.Insert(ctx, uniqArgs{Account: 1, Month: "2026-11"}, nil)
 		require.NoError(t, err)
 
 		// A caller's key replaces the args.
-		byKey := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{Key: "acct-7"}}
+		byKey := &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{Key: "acct-7"}}
 		k1, err := c.Insert(ctx, uniqArgs{Account: 7, Month: "a"}, byKey)
 		require.NoError(t, err)
 		k2, err := c.Insert(ctx, uniqArgs{Account: 7, Month: "b"}, byKey)
@@ -88,17 +89,17 @@ func TestUniqueJobs(t *testing.T) {
 		require.Equal(t, lockstep.InsertResult{ID: k1.ID, Duplicate: true}, *k2)
 
 		// ByQueue: the same args on another queue are another job.
-		q1, err := c.Insert(ctx, uniqArgs{Account: 3}, &lockstep.EnqueueOpts{Queue: "a", Unique: &lockstep.UniqueOpts{ByQueue: true}})
+		q1, err := c.Insert(ctx, uniqArgs{Account: 3}, &lockstep.InsertOpts{Queue: "a", Unique: &lockstep.UniqueOpts{ByQueue: true}})
 		require.NoError(t, err)
-		q2, err := c.Insert(ctx, uniqArgs{Account: 3}, &lockstep.EnqueueOpts{Queue: "b", Unique: &lockstep.UniqueOpts{ByQueue: true}})
+		q2, err := c.Insert(ctx, uniqArgs{Account: 3}, &lockstep.InsertOpts{Queue: "b", Unique: &lockstep.UniqueOpts{ByQueue: true}})
 		require.NoError(t, err)
 		require.False(t, q2.Duplicate)
 		require.NotEqual(t, q1.ID, q2.ID)
 
 		// ByPeriod: the scheduled time's hour is part of the key.
 		hour := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
-		per := func(at time.Time) *lockstep.EnqueueOpts {
-			return &lockstep.EnqueueOpts{ScheduledAt: at, Unique: &lockstep.UniqueOpts{ByPeriod: time.Hour}}
+		per := func(at time.Time) *lockstep.InsertOpts {
+			return &lockstep.InsertOpts{ScheduledAt: at, Unique: &lockstep.UniqueOpts{ByPeriod: time.Hour}}
 		}
 		p1, err := c.Insert(ctx, uniqArgs{Account: 4}, per(hour.Add(5*time.Minute)))
 		require.NoError(t, err)
@@ -128,7 +129,7 @@ func TestUniqueJobs(t *testing.T) {
 		require.False(t, next.Duplicate)
 		require.Greater(t, next.ID, first.ID)
 
-		once := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{Key: "once", ByStatus: []lockstep.JobStatus{lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone}}}
+		once := &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{Key: "once", ByStatus: []lockstep.JobStatus{lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone}}}
 		o1, err := c.Insert(ctx, uniqArgs{}, once)
 		require.NoError(t, err)
 		finish(o1.ID)
@@ -140,21 +141,22 @@ func TestUniqueJobs(t *testing.T) {
 		require.Equal(t, lockstep.StatusDone, got.Status)
 		require.Len(t, got.UniqueKey, 64)
 
-		// EnqueueMany mixes plain and unique jobs and keeps input order.
-		ids, err := c.EnqueueMany(ctx, []lockstep.EnqueueParams{
+		// InsertMany mixes plain and unique jobs and keeps input order.
+		idsRes, err := c.InsertMany(ctx, []lockstep.InsertManyParams{
 			{Args: uniqArgs{Account: 20}},
 			{Args: uniqArgs{Account: 2, Month: "2026-11"}, Opts: uniq}, // a duplicate of other
 			{Args: uniqArgs{Account: 21}, Opts: uniq},
 		})
 		require.NoError(t, err)
+		ids := insertedIDs(idsRes)
 		require.Len(t, ids, 3)
 		require.Equal(t, other.ID, ids[1])
 		require.Less(t, ids[0], ids[2])
 
 		// Bad options are refused before the database.
-		_, err = c.Insert(ctx, uniqArgs{}, &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{ByStatus: []lockstep.JobStatus{lockstep.StatusPending}}})
+		_, err = c.Insert(ctx, uniqArgs{}, &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{ByStatus: []lockstep.JobStatus{lockstep.StatusPending}}})
 		requireInvalid(t, err, "must include PENDING and RUNNING")
-		_, err = c.Insert(ctx, uniqArgs{}, &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{ByStatus: []lockstep.JobStatus{"LATER"}}})
+		_, err = c.Insert(ctx, uniqArgs{}, &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{ByStatus: []lockstep.JobStatus{"LATER"}}})
 		requireInvalid(t, err, `"LATER" is not a job status`)
 	})
 }
@@ -167,7 +169,7 @@ func TestUniqueRetryConflict(t *testing.T) {
 		ctx := context.Background()
 		c := quietClient(t, drv, lockstep.Config{})
 		ex := drv.Executor()
-		uniq := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{Key: "k"}}
+		uniq := &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{Key: "k"}}
 		a, err := c.Insert(ctx, uniqArgs{}, uniq)
 		require.NoError(t, err)
 		claimed, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: lockstep.DefaultQueue, Max: 1})
@@ -214,7 +216,7 @@ func TestUniqueConcurrentInserts(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						<-start
-						r, err := c.Insert(ctx, uniqArgs{Account: k}, &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}})
+						r, err := c.Insert(ctx, uniqArgs{Account: k}, &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{}})
 						if err != nil {
 							errs <- err
 							return
@@ -262,7 +264,7 @@ func TestUniqueInsertWaitsForHolder(t *testing.T) {
 			flavor, err := lockview.Detect(ctx, drv.DB())
 			require.NoError(t, err)
 			for _, commit := range []bool{true, false} {
-				opts := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{Key: fmt.Sprintf("hold-%v", commit)}}
+				opts := &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{Key: fmt.Sprintf("hold-%v", commit)}}
 				tx, err := drv.BeginSQL(ctx)
 				require.NoError(t, err)
 				held, err := c.InsertTx(ctx, tx, uniqArgs{}, opts)
@@ -313,9 +315,9 @@ func TestUniqueKeysInKeyOrder(t *testing.T) {
 			c := quietClient(t, drv, lockstep.Config{})
 			flavor, err := lockview.Detect(ctx, drv.DB())
 			require.NoError(t, err)
-			uniq := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}}
-			j1 := lockstep.EnqueueParams{Args: uniqArgs{Account: 1}, Opts: uniq}
-			j2 := lockstep.EnqueueParams{Args: uniqArgs{Account: 2}, Opts: uniq}
+			uniq := &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{}}
+			j1 := lockstep.InsertManyParams{Args: uniqArgs{Account: 1}, Opts: uniq}
+			j2 := lockstep.InsertManyParams{Args: uniqArgs{Account: 2}, Opts: uniq}
 
 			paused, resume := make(chan struct{}), make(chan struct{})
 			inserts := 0
@@ -332,7 +334,7 @@ func TestUniqueKeysInKeyOrder(t *testing.T) {
 				ids []int64
 				err error
 			}
-			run := func(ctx context.Context, jobs ...lockstep.EnqueueParams) <-chan result {
+			run := func(ctx context.Context, jobs ...lockstep.InsertManyParams) <-chan result {
 				out := make(chan result, 1)
 				go func() {
 					tx, err := drv.BeginSQL(ctx)
@@ -340,13 +342,13 @@ func TestUniqueKeysInKeyOrder(t *testing.T) {
 						out <- result{err: err}
 						return
 					}
-					ids, err := c.EnqueueManyTx(ctx, tx, jobs)
+					res, err := c.InsertManyTx(ctx, tx, jobs)
 					if err != nil {
 						_ = tx.Rollback()
 						out <- result{err: err}
 						return
 					}
-					out <- result{ids: ids, err: tx.Commit()}
+					out <- result{ids: insertedIDs(res), err: tx.Commit()}
 				}()
 				return out
 			}
@@ -372,7 +374,7 @@ func TestUniqueDuplicateInTxLeavesEnqueuesFree(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		c := quietClient(t, drv, lockstep.Config{})
-		opts := &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{Key: "holder"}}
+		opts := &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{Key: "holder"}}
 		holder, err := c.Insert(ctx, uniqArgs{}, opts)
 		require.NoError(t, err)
 		if drv.Dialect() == "sqlite" {
@@ -388,7 +390,7 @@ func TestUniqueDuplicateInTxLeavesEnqueuesFree(t *testing.T) {
 		bounded, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		for range 3 {
-			_, err := c.Enqueue(bounded, uniqArgs{Account: 9}, nil)
+			_, err := c.Insert(bounded, uniqArgs{Account: 9}, nil)
 			require.NoError(t, err)
 		}
 	})
@@ -407,9 +409,9 @@ func TestEnqueueManyMixedIsAtomic(t *testing.T) {
 			}
 			return nil
 		}})
-		_, err := c.EnqueueMany(failUnique, []lockstep.EnqueueParams{
+		_, err := c.InsertMany(failUnique, []lockstep.InsertManyParams{
 			{Args: uniqArgs{Account: 1}},
-			{Args: uniqArgs{Account: 2}, Opts: &lockstep.EnqueueOpts{Unique: &lockstep.UniqueOpts{}}},
+			{Args: uniqArgs{Account: 2}, Opts: &lockstep.InsertOpts{Unique: &lockstep.UniqueOpts{}}},
 		})
 		require.ErrorContains(t, err, "injected failure")
 		require.Zero(t, countJobs(t, drv, "kind", "uniq"))
@@ -423,17 +425,18 @@ func TestUniqueJobsIntoARun(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		ctx := context.Background()
 		c := quietClient(t, drv, lockstep.Config{})
-		run, _, err := c.CreateRun(ctx, "r")
+		run, _, err := c.InsertRun(ctx, "r", nil)
 		require.NoError(t, err)
-		into := func(o *lockstep.UniqueOpts) *lockstep.EnqueueOpts {
-			return &lockstep.EnqueueOpts{RunID: run.ID, Unique: o}
+		into := func(o *lockstep.UniqueOpts) *lockstep.InsertOpts {
+			return &lockstep.InsertOpts{RunID: run.ID, Unique: o}
 		}
-		ids, err := c.EnqueueMany(ctx, []lockstep.EnqueueParams{
+		idsRes, err := c.InsertMany(ctx, []lockstep.InsertManyParams{
 			{Args: uniqArgs{Account: 1}, Opts: into(nil)},
 			{Args: uniqArgs{Account: 2}, Opts: into(&lockstep.UniqueOpts{})},
 			{Args: uniqArgs{Account: 3}, Opts: into(&lockstep.UniqueOpts{})},
 		})
 		require.NoError(t, err)
+		ids := insertedIDs(idsRes)
 		for _, id := range ids {
 			j, err := c.Job(ctx, id)
 			require.NoError(t, err)
@@ -441,7 +444,7 @@ func TestUniqueJobsIntoARun(t *testing.T) {
 		}
 		_, err = c.CancelRun(ctx, run.ID)
 		require.NoError(t, err)
-		_, err = c.EnqueueMany(ctx, []lockstep.EnqueueParams{
+		_, err = c.InsertMany(ctx, []lockstep.InsertManyParams{
 			{Args: uniqArgs{Account: 4}, Opts: into(&lockstep.UniqueOpts{})},
 			{Args: uniqArgs{Account: 5}, Opts: into(&lockstep.UniqueOpts{})},
 		})

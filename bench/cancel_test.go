@@ -58,13 +58,13 @@ func BenchmarkRunCancel(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				jobs := make([]lockstep.EnqueueParams, 1000)
+				jobs := make([]lockstep.InsertManyParams, 1000)
 				for i := range jobs {
-					jobs[i] = lockstep.EnqueueParams{Args: benchArgs{I: i}}
+					jobs[i] = lockstep.InsertManyParams{Args: benchArgs{I: i}}
 				}
 				for b.Loop() {
 					b.StopTimer()
-					run, _, err := c.CreateRun(ctx, "bench", jobs...)
+					run, _, err := c.InsertRun(ctx, "bench", nil, jobs...)
 					if err != nil {
 						b.Fatal(err)
 					}

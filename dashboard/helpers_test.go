@@ -120,13 +120,14 @@ func newFixture(t *testing.T, drv driver.Driver) *fixture {
 	})
 	require.NoError(t, err)
 	require.NoError(t, worker.Start(ctx))
-	work := &lockstep.EnqueueOpts{Queue: "work", MaxAttempts: 3}
-	run, ids, err := worker.CreateRun(ctx, "alpha",
-		lockstep.EnqueueParams{Args: okArgs{N: 1, Note: f.argsNoteInJobs}, Opts: work},
-		lockstep.EnqueueParams{Args: okArgs{N: 2}, Opts: work},
-		lockstep.EnqueueParams{Args: failArgs{Reason: f.failureMessage}, Opts: work},
+	work := &lockstep.InsertOpts{Queue: "work", MaxAttempts: 3}
+	run, idsRes, err := worker.InsertRun(ctx, "alpha", nil,
+		lockstep.InsertManyParams{Args: okArgs{N: 1, Note: f.argsNoteInJobs}, Opts: work},
+		lockstep.InsertManyParams{Args: okArgs{N: 2}, Opts: work},
+		lockstep.InsertManyParams{Args: failArgs{Reason: f.failureMessage}, Opts: work},
 	)
 	require.NoError(t, err)
+	ids := insertedIDs(idsRes)
 	f.alpha, f.alphaJobs, f.doneA, f.doneB, f.failed = run.ID, ids, ids[0], ids[1], ids[2]
 	timeout := time.After(30 * time.Second)
 	for range 3 {
@@ -143,16 +144,17 @@ func newFixture(t *testing.T, drv driver.Driver) *fixture {
 	// A client without workers from here on: nothing is claimed any more.
 	f.client, err = lockstep.NewClient(drv, lockstep.Config{Logger: quietLogger()})
 	require.NoError(t, err)
-	idle := &lockstep.EnqueueOpts{Queue: "idle"}
-	run, ids, err = f.client.CreateRun(ctx, "beta <script>alert(1)</script>",
-		lockstep.EnqueueParams{Args: okArgs{N: 10}, Opts: idle},
-		lockstep.EnqueueParams{Args: okArgs{N: 11}, Opts: idle},
-		lockstep.EnqueueParams{Args: okArgs{N: 12}, Opts: idle},
+	idle := &lockstep.InsertOpts{Queue: "idle"}
+	run, betaRes, err := f.client.InsertRun(ctx, "beta <script>alert(1)</script>", nil,
+		lockstep.InsertManyParams{Args: okArgs{N: 10}, Opts: idle},
+		lockstep.InsertManyParams{Args: okArgs{N: 11}, Opts: idle},
+		lockstep.InsertManyParams{Args: okArgs{N: 12}, Opts: idle},
 	)
 	require.NoError(t, err)
-	f.beta, f.betaJobs = run.ID, ids
-	f.lonely, err = f.client.Enqueue(ctx, okArgs{N: 99}, idle)
+	f.beta, f.betaJobs = run.ID, insertedIDs(betaRes)
+	lonelyRes, err := f.client.Insert(ctx, okArgs{N: 99}, idle)
 	require.NoError(t, err)
+	f.lonely = lonelyRes.ID
 
 	for id, want := range map[int64]lockstep.JobStatus{f.doneA: lockstep.StatusDone, f.doneB: lockstep.StatusDone, f.failed: lockstep.StatusFailed} {
 		j, err := f.client.Job(ctx, id)
@@ -238,4 +240,13 @@ func newDashboard(t testing.TB, cfg dashboard.Config) *dashboard.Server {
 	s, err := dashboard.New(cfg)
 	require.NoError(t, err)
 	return s
+}
+
+// insertedIDs are the ids of inserted jobs, in input order.
+func insertedIDs(res []lockstep.InsertResult) []int64 {
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	return ids
 }

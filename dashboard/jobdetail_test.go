@@ -25,7 +25,7 @@ func TestDashboardJobMetadataAndOutput(t *testing.T) {
 			f := newFixture(t, db.open(t))
 			b := newBrowser(t, newDashboard(t, dashboard.Config{Client: f.client}))
 
-			res, err := f.client.Insert(ctx, okArgs{N: 7}, &lockstep.EnqueueOpts{
+			res, err := f.client.Insert(ctx, okArgs{N: 7}, &lockstep.InsertOpts{
 				Queue:    "manual",
 				Metadata: map[string]string{"by": "<script>alert(1)</script>"},
 				Unique:   &lockstep.UniqueOpts{Key: "report-7"},

@@ -44,8 +44,9 @@ func TestDashboardLocksShowsALiveWait(t *testing.T) {
 			drv := c.open(t)
 			client, err := lockstep.NewClient(drv, lockstep.Config{Logger: quietLogger()})
 			require.NoError(t, err)
-			id, err := client.Enqueue(ctx, okArgs{N: 7}, &lockstep.EnqueueOpts{Queue: "idle"})
+			idRes, err := client.Insert(ctx, okArgs{N: 7}, &lockstep.InsertOpts{Queue: "idle"})
 			require.NoError(t, err)
+			id := idRes.ID
 			b := newBrowser(t, newDashboard(t, dashboard.Config{Client: client}))
 
 			release := locktest.Hold(t, drv.DB(), c.holdQ, id)

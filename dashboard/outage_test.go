@@ -92,13 +92,15 @@ type outageFixture struct {
 }
 
 func newOutageFixture(t *testing.T, ctx context.Context, client *lockstep.Client, b *browser) *outageFixture {
-	idle := &lockstep.EnqueueOpts{Queue: "idle"}
-	run, jobs, err := client.CreateRun(ctx, "outage-run",
-		lockstep.EnqueueParams{Args: okArgs{N: 1}, Opts: idle},
-		lockstep.EnqueueParams{Args: okArgs{N: 2}, Opts: idle})
+	idle := &lockstep.InsertOpts{Queue: "idle"}
+	run, jobsRes, err := client.InsertRun(ctx, "outage-run", nil,
+		lockstep.InsertManyParams{Args: okArgs{N: 1}, Opts: idle},
+		lockstep.InsertManyParams{Args: okArgs{N: 2}, Opts: idle})
 	require.NoError(t, err)
-	lonely, err := client.Enqueue(ctx, okArgs{N: 3}, idle)
+	jobs := insertedIDs(jobsRes)
+	lonelyRes, err := client.Insert(ctx, okArgs{N: 3}, idle)
 	require.NoError(t, err)
+	lonely := lonelyRes.ID
 	f := &outageFixture{run: run.ID, jobs: jobs, lonely: lonely}
 	f.paths = []string{
 		"/", "/runs", fmt.Sprintf("/runs/%d", run.ID), "/jobs", "/jobs?queue=idle",

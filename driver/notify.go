@@ -13,7 +13,7 @@ import "context"
 // statement that makes jobs available now (an insert, an insert into a run,
 // a retry of a FAILED job) also issues the catalogue's "job.notify" for the
 // jobs' distinct queues, in the same transaction — the executor's own short
-// one on a pool, the caller's inside EnqueueTx — so that a wake-up is
+// one on a pool, the caller's inside InsertTx — so that a wake-up is
 // delivered if and only if the jobs are committed.
 //
 // Wake-ups only shorten the wait: a client never depends on them. Polling

@@ -44,11 +44,13 @@ func TestExecWithClient(t *testing.T) {
 	require.NoError(t, client.Start(ctx))
 	defer func() { require.NoError(t, client.Stop(ctx)) }()
 
-	okID, err := client.Enqueue(ctx, execjob.Args{JSON: json.RawMessage(`{"x":1}`)}, nil)
+	okIDRes, err := client.Insert(ctx, execjob.Args{JSON: json.RawMessage(`{"x":1}`)}, nil)
 	require.NoError(t, err)
+	okID := okIDRes.ID
 	// Other tools enqueue the same kind with raw JSON.
-	failID, err := client.Enqueue(ctx, lockstep.RawArgs{KindName: execjob.Kind, JSON: json.RawMessage(`{"fail":true}`)}, &lockstep.EnqueueOpts{MaxAttempts: 2})
+	failIDRes, err := client.Insert(ctx, lockstep.RawArgs{KindName: execjob.Kind, JSON: json.RawMessage(`{"fail":true}`)}, &lockstep.InsertOpts{MaxAttempts: 2})
 	require.NoError(t, err)
+	failID := failIDRes.ID
 
 	final := func(id int64) *lockstep.JobRow {
 		var j *lockstep.JobRow
@@ -97,10 +99,12 @@ func TestRegisterKindPerCommand(t *testing.T) {
 	require.NoError(t, client.Start(ctx))
 	defer func() { require.NoError(t, client.Stop(ctx)) }()
 
-	resize, err := client.Enqueue(ctx, lockstep.RawArgs{KindName: "resize", JSON: json.RawMessage(`{"file":"a.png"}`)}, nil)
+	resizeRes, err := client.Insert(ctx, lockstep.RawArgs{KindName: "resize", JSON: json.RawMessage(`{"file":"a.png"}`)}, nil)
 	require.NoError(t, err)
-	mail, err := client.Enqueue(ctx, lockstep.RawArgs{KindName: "mail", JSON: json.RawMessage(`{"to":"ada"}`)}, nil)
+	resize := resizeRes.ID
+	mailRes, err := client.Insert(ctx, lockstep.RawArgs{KindName: "mail", JSON: json.RawMessage(`{"to":"ada"}`)}, nil)
 	require.NoError(t, err)
+	mail := mailRes.ID
 	for _, id := range []int64{resize, mail} {
 		require.Eventually(t, func() bool {
 			j, err := client.Job(ctx, id)

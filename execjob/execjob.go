@@ -36,7 +36,7 @@
 // and enqueue its jobs with execjob.Args (or lockstep.RawArgs of kind
 // "exec"):
 //
-//	id, err := client.Enqueue(ctx, execjob.Args{JSON: []byte(`{"image":"a.png"}`)}, nil)
+//	res, err := client.Insert(ctx, execjob.Args{JSON: []byte(`{"image":"a.png"}`)}, nil)
 package execjob
 
 import (

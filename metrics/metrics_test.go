@@ -324,10 +324,11 @@ func TestSQLite(t *testing.T) {
 		}
 	}()
 
-	ids, err := client.EnqueueMany(ctx, []lockstep.EnqueueParams{
+	idsRes, err := client.InsertMany(ctx, []lockstep.InsertManyParams{
 		{Args: okArgs{1}}, {Args: okArgs{2}}, {Args: okArgs{3}}, {Args: badArgs{}},
 	})
 	require.NoError(t, err)
+	ids := insertedIDs(idsRes)
 	require.Eventually(t, func() bool {
 		for _, id := range ids {
 			j, err := client.Job(ctx, id)
@@ -384,7 +385,7 @@ func TestSQLite(t *testing.T) {
 
 	// A job of a queue no client serves, available since an hour ago:
 	// the sampler loop picks it up with its age.
-	_, err = client.Enqueue(ctx, okArgs{4}, &lockstep.EnqueueOpts{Queue: "later", ScheduledAt: time.Now().Add(-time.Hour)})
+	_, err = client.Insert(ctx, okArgs{4}, &lockstep.InsertOpts{Queue: "later", ScheduledAt: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	sctx, stopSampler := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -403,4 +404,13 @@ func TestSQLite(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Sample(ctx, client, nil))
 	require.Empty(t, withPrefix(gathered(t, reg), "lockstep_queue_"))
+}
+
+// insertedIDs are the ids of inserted jobs, in input order.
+func insertedIDs(res []lockstep.InsertResult) []int64 {
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	return ids
 }

@@ -98,8 +98,9 @@ func TestKill9MidJob(t *testing.T) {
 			require.NoError(t, statusaudit.Install(ctx, drv))
 			client, err := lockstep.NewClient(drv, lockstep.Config{})
 			require.NoError(t, err)
-			id, err := client.Enqueue(ctx, chaos.LedgerArgs{FirstMillis: 10 * 60 * 1000}, nil)
+			idRes, err := client.Insert(ctx, chaos.LedgerArgs{FirstMillis: 10 * 60 * 1000}, nil)
 			require.NoError(t, err)
+			id := idRes.ID
 
 			work := func() (*exec.Cmd, *bytes.Buffer) {
 				cmd := l.command(ctx, "work", "--kind", "ledger", "--heartbeat", "200ms", "--reap-after", "1s", "--poll", "100ms")

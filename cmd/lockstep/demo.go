@@ -102,45 +102,45 @@ type demoOptions struct {
 // snoozes (a snooze gives its attempt back by raising max_attempts).
 type demoRun struct {
 	name string
-	jobs []lockstep.EnqueueParams
+	jobs []lockstep.InsertManyParams
 
 	id          int64
 	maxAttempts map[int64]int // job id -> max attempts at enqueue
 }
 
-func (r *demoRun) add(args lockstep.JobArgs, opts lockstep.EnqueueOpts) {
+func (r *demoRun) add(args lockstep.JobArgs, opts lockstep.InsertOpts) {
 	if opts.MaxAttempts == 0 {
 		opts.MaxAttempts = demoMaxAttempts
 	}
-	r.jobs = append(r.jobs, lockstep.EnqueueParams{Args: args, Opts: &opts})
+	r.jobs = append(r.jobs, lockstep.InsertManyParams{Args: args, Opts: &opts})
 }
 
 // demoPlan builds the three runs.
 func demoPlan() []*demoRun {
 	thumbs := &demoRun{name: "thumbnails"}
 	for i := range 16 {
-		thumbs.add(resizeArgs{Image: fmt.Sprintf("photo-%02d.jpg", i+1), Width: 320, Millis: 20 + 15*(i%4)}, lockstep.EnqueueOpts{})
+		thumbs.add(resizeArgs{Image: fmt.Sprintf("photo-%02d.jpg", i+1), Width: 320, Millis: 20 + 15*(i%4)}, lockstep.InsertOpts{})
 	}
 	for _, ep := range []string{"cdn-purge", "search-index"} {
-		thumbs.add(rateLimitedArgs{Endpoint: ep}, lockstep.EnqueueOpts{})
+		thumbs.add(rateLimitedArgs{Endpoint: ep}, lockstep.InsertOpts{})
 	}
 
 	billing := &demoRun{name: "billing-sync"}
 	for i, fails := range []int{1, 1, 2, 1, 2, 1} {
-		billing.add(flakyArgs{Account: fmt.Sprintf("acct-%d", 1001+i), FailTimes: fails}, lockstep.EnqueueOpts{})
+		billing.add(flakyArgs{Account: fmt.Sprintf("acct-%d", 1001+i), FailTimes: fails}, lockstep.InsertOpts{})
 	}
 	// This one never gets through: three attempts, then FAILED.
-	billing.add(flakyArgs{Account: "acct-9999", FailTimes: 1 << 10}, lockstep.EnqueueOpts{MaxAttempts: 3})
+	billing.add(flakyArgs{Account: "acct-9999", FailTimes: 1 << 10}, lockstep.InsertOpts{MaxAttempts: 3})
 	for _, ep := range []string{"invoices", "refunds", "payouts"} {
-		billing.add(rateLimitedArgs{Endpoint: ep}, lockstep.EnqueueOpts{})
+		billing.add(rateLimitedArgs{Endpoint: ep}, lockstep.InsertOpts{})
 	}
 	for i := range 4 {
-		billing.add(resizeArgs{Image: fmt.Sprintf("invoice-%d.png", i+1), Width: 800, Millis: 30}, lockstep.EnqueueOpts{})
+		billing.add(resizeArgs{Image: fmt.Sprintf("invoice-%d.png", i+1), Width: 800, Millis: 30}, lockstep.InsertOpts{})
 	}
 
 	export := &demoRun{name: "nightly-export"}
 	for i := range demoExportJobs {
-		export.add(slowArgs{Table: fmt.Sprintf("orders_%02d", i+1), Millis: demoSlowMillis}, lockstep.EnqueueOpts{Queue: demoExportQueue})
+		export.add(slowArgs{Table: fmt.Sprintf("orders_%02d", i+1), Millis: demoSlowMillis}, lockstep.InsertOpts{Queue: demoExportQueue})
 	}
 	return []*demoRun{thumbs, billing, export}
 }
@@ -218,16 +218,16 @@ func runDemo(ctx context.Context, o demoOptions) (rep *demoReport, err error) {
 
 	runs := demoPlan()
 	for _, r := range runs {
-		run, ids, err := client.CreateRun(ctx, r.name, r.jobs...)
+		run, res, err := client.InsertRun(ctx, r.name, nil, r.jobs...)
 		if err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 		r.id = run.ID
-		r.maxAttempts = make(map[int64]int, len(ids))
-		for i, id := range ids {
-			r.maxAttempts[id] = r.jobs[i].Opts.MaxAttempts
+		r.maxAttempts = make(map[int64]int, len(res))
+		for i, j := range res {
+			r.maxAttempts[j.ID] = r.jobs[i].Opts.MaxAttempts
 		}
-		say("created run %q (#%d) with %d jobs (ids %d–%d)", r.name, r.id, len(ids), ids[0], ids[len(ids)-1])
+		say("created run %q (#%d) with %d jobs (ids %d–%d)", r.name, r.id, len(res), res[0].ID, res[len(res)-1].ID)
 	}
 
 	export := runs[len(runs)-1]

@@ -123,7 +123,7 @@ is printed, and a note on standard error says nothing was enqueued.`,
 
 // insert adds the job, into a new run with --new-run, and says whether it
 // was a duplicate; emptyRun is the new run a duplicate left without jobs.
-func (o *enqueueOptions) insert(ctx context.Context, client *lockstep.Client, params lockstep.EnqueueParams) (res *lockstep.InsertResult, emptyRun int64, err error) {
+func (o *enqueueOptions) insert(ctx context.Context, client *lockstep.Client, params lockstep.InsertManyParams) (res *lockstep.InsertResult, emptyRun int64, err error) {
 	if o.newRun == "" {
 		res, err := client.Insert(ctx, params.Args, params.Opts)
 		switch {
@@ -148,39 +148,39 @@ func (o *enqueueOptions) insert(ctx context.Context, client *lockstep.Client, pa
 
 // params checks the command line and builds the job, before any database
 // is opened.
-func (o *enqueueOptions) params(cmd *cobra.Command, args []string, stdin io.Reader) (lockstep.EnqueueParams, error) {
+func (o *enqueueOptions) params(cmd *cobra.Command, args []string, stdin io.Reader) (lockstep.InsertManyParams, error) {
 	kind := args[0]
 	if strings.TrimSpace(kind) == "" {
-		return lockstep.EnqueueParams{}, errors.New("KIND must not be empty")
+		return lockstep.InsertManyParams{}, errors.New("KIND must not be empty")
 	}
 	raw, err := o.argsJSON(args, stdin)
 	if err != nil {
-		return lockstep.EnqueueParams{}, err
+		return lockstep.InsertManyParams{}, err
 	}
-	opts := &lockstep.EnqueueOpts{Queue: o.queue, Priority: o.priority, MaxAttempts: o.maxAttempts, RunID: o.runID}
+	opts := &lockstep.InsertOpts{Queue: o.queue, Priority: o.priority, MaxAttempts: o.maxAttempts, RunID: o.runID}
 	changed := cmd.Flags().Changed
 	switch {
 	case changed("queue") && strings.TrimSpace(o.queue) == "":
 		// The API reads an empty queue as the default one; on the command
 		// line it is a mistake (an unset variable, say), not a choice.
-		return lockstep.EnqueueParams{}, fmt.Errorf("--queue must not be empty; omit it for the %q queue", lockstep.DefaultQueue)
+		return lockstep.InsertManyParams{}, fmt.Errorf("--queue must not be empty; omit it for the %q queue", lockstep.DefaultQueue)
 	case changed("max-attempts") && o.maxAttempts < 1:
-		return lockstep.EnqueueParams{}, fmt.Errorf("--max-attempts must be at least 1, got %d", o.maxAttempts)
+		return lockstep.InsertManyParams{}, fmt.Errorf("--max-attempts must be at least 1, got %d", o.maxAttempts)
 	case changed("run") && o.runID < 1:
-		return lockstep.EnqueueParams{}, fmt.Errorf("--run must be a positive run id, got %d", o.runID)
+		return lockstep.InsertManyParams{}, fmt.Errorf("--run must be a positive run id, got %d", o.runID)
 	case changed("run") && changed("new-run"):
-		return lockstep.EnqueueParams{}, errors.New("give --run or --new-run, not both")
+		return lockstep.InsertManyParams{}, errors.New("give --run or --new-run, not both")
 	case changed("new-run") && strings.TrimSpace(o.newRun) == "":
-		return lockstep.EnqueueParams{}, errors.New("--new-run needs a name")
+		return lockstep.InsertManyParams{}, errors.New("--new-run needs a name")
 	case changed("at") && changed("in"):
-		return lockstep.EnqueueParams{}, errors.New("give --at or --in, not both")
+		return lockstep.InsertManyParams{}, errors.New("give --at or --in, not both")
 	case o.in < 0:
-		return lockstep.EnqueueParams{}, fmt.Errorf("--in must not be negative, got %s", o.in)
+		return lockstep.InsertManyParams{}, fmt.Errorf("--in must not be negative, got %s", o.in)
 	}
 	if changed("at") {
 		at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(o.at))
 		if err != nil {
-			return lockstep.EnqueueParams{}, fmt.Errorf("--at %q is not an RFC 3339 time such as 2030-01-02T15:04:05Z", o.at)
+			return lockstep.InsertManyParams{}, fmt.Errorf("--at %q is not an RFC 3339 time such as 2030-01-02T15:04:05Z", o.at)
 		}
 		opts.ScheduledAt = at
 	}
@@ -188,16 +188,16 @@ func (o *enqueueOptions) params(cmd *cobra.Command, args []string, stdin io.Read
 	if changed("metadata") {
 		meta, err := parseJSONFlag("--metadata", o.metadata)
 		if err != nil {
-			return lockstep.EnqueueParams{}, err
+			return lockstep.InsertManyParams{}, err
 		}
 		opts.Metadata = meta
 	}
 	unique, err := o.uniqueOpts(changed)
 	if err != nil {
-		return lockstep.EnqueueParams{}, err
+		return lockstep.InsertManyParams{}, err
 	}
 	opts.Unique = unique
-	return lockstep.EnqueueParams{Args: lockstep.RawArgs{KindName: kind, JSON: raw}, Opts: opts}, nil
+	return lockstep.InsertManyParams{Args: lockstep.RawArgs{KindName: kind, JSON: raw}, Opts: opts}, nil
 }
 
 // uniqueOpts builds the unique options: any --unique* flag makes the

@@ -34,7 +34,7 @@ func TestServeBrowserQueueSettings(t *testing.T) {
 	defer drv.Close()
 	client, err := lockstep.NewClient(drv, lockstep.Config{})
 	require.NoError(t, err)
-	_, err = client.Enqueue(ctx, lockstep.RawArgs{KindName: "send", JSON: []byte(`{}`)}, &lockstep.EnqueueOpts{Queue: "mail"})
+	_, err = client.Insert(ctx, lockstep.RawArgs{KindName: "send", JSON: []byte(`{}`)}, &lockstep.InsertOpts{Queue: "mail"})
 	require.NoError(t, err)
 	settings := func() lockstep.QueueSettings {
 		all, err := client.ListQueueSettings(ctx)

@@ -48,13 +48,13 @@ func TestServeBrowserCancelRun(t *testing.T) {
 			defer drv.Close()
 			client, err := lockstep.NewClient(drv, lockstep.Config{})
 			require.NoError(t, err)
-			jobs := make([]lockstep.EnqueueParams, 5)
+			jobs := make([]lockstep.InsertManyParams, 5)
 			for i := range jobs {
-				jobs[i] = lockstep.EnqueueParams{Args: lockstep.RawArgs{KindName: "export", JSON: []byte(fmt.Sprintf(`{"page":%d}`, i))}}
+				jobs[i] = lockstep.InsertManyParams{Args: lockstep.RawArgs{KindName: "export", JSON: []byte(fmt.Sprintf(`{"page":%d}`, i))}}
 			}
-			keep, _, err := client.CreateRun(ctx, "keep-me", jobs...)
+			keep, _, err := client.InsertRun(ctx, "keep-me", nil, jobs...)
 			require.NoError(t, err)
-			run, _, err := client.CreateRun(ctx, "cancel-me", jobs...)
+			run, _, err := client.InsertRun(ctx, "cancel-me", nil, jobs...)
 			require.NoError(t, err)
 
 			url, stop := startServe(t, map[string]string{"LOCKSTEP_TOKEN": ""}, "--dsn", dsnURL)

@@ -105,41 +105,47 @@ func testClient(t *testing.T, newDriver Factory) {
 		}))
 		c := startClient(t, drv, fastConfig(ws))
 
-		flaky, err := c.Enqueue(ctx, flakyArgs{FailTimes: 2}, nil)
+		flakyRes, err := c.Insert(ctx, flakyArgs{FailTimes: 2}, nil)
 		require.NoError(t, err)
+		flaky := flakyRes.ID
 		j := waitStatus(t, c, flaky, lockstep.StatusDone)
 		require.Equal(t, 3, j.Attempts, "two failures, then success")
 		require.Len(t, j.Errors, 2)
 		require.Equal(t, []int{1, 2}, []int{j.Errors[0].Attempt, j.Errors[1].Attempt})
 		require.Contains(t, j.Errors[0].Error, "flaky failure")
 
-		fail, err := c.Enqueue(ctx, alwaysFailArgs{}, &lockstep.EnqueueOpts{MaxAttempts: 3})
+		failRes, err := c.Insert(ctx, alwaysFailArgs{}, &lockstep.InsertOpts{MaxAttempts: 3})
 		require.NoError(t, err)
+		fail := failRes.ID
 		j = waitStatus(t, c, fail, lockstep.StatusFailed)
 		require.Equal(t, 3, j.Attempts)
 		require.Len(t, j.Errors, 3, "every failed attempt is in the history")
 		require.Equal(t, "always fails", j.LastError)
 		require.False(t, j.FinishedAt.IsZero())
 
-		sn, err := c.Enqueue(ctx, snoozeArgs{}, &lockstep.EnqueueOpts{MaxAttempts: 1})
+		snRes, err := c.Insert(ctx, snoozeArgs{}, &lockstep.InsertOpts{MaxAttempts: 1})
 		require.NoError(t, err)
+		sn := snRes.ID
 		j = waitStatus(t, c, sn, lockstep.StatusDone)
 		require.Equal(t, 2, j.Attempts, "claimed twice")
 		require.Equal(t, 2, j.MaxAttempts, "the snooze gave its attempt back")
 		require.Empty(t, j.Errors)
 
-		to, err := c.Enqueue(ctx, timeoutArgs{}, &lockstep.EnqueueOpts{MaxAttempts: 1})
+		toRes, err := c.Insert(ctx, timeoutArgs{}, &lockstep.InsertOpts{MaxAttempts: 1})
 		require.NoError(t, err)
+		to := toRes.ID
 		j = waitStatus(t, c, to, lockstep.StatusFailed)
 		require.Contains(t, j.LastError, "timed out after 20ms")
 
-		pn, err := c.Enqueue(ctx, panicArgs{}, &lockstep.EnqueueOpts{MaxAttempts: 1})
+		pnRes, err := c.Insert(ctx, panicArgs{}, &lockstep.InsertOpts{MaxAttempts: 1})
 		require.NoError(t, err)
+		pn := pnRes.ID
 		j = waitStatus(t, c, pn, lockstep.StatusFailed)
 		require.Contains(t, j.LastError, "panic: worker exploded")
 
-		unk, err := c.Enqueue(ctx, unknownArgs{}, &lockstep.EnqueueOpts{MaxAttempts: 5})
+		unkRes, err := c.Insert(ctx, unknownArgs{}, &lockstep.InsertOpts{MaxAttempts: 5})
 		require.NoError(t, err)
+		unk := unkRes.ID
 		j = waitStatus(t, c, unk, lockstep.StatusFailed)
 		// Retried, not failed at once: during a rolling deploy another
 		// process may have the worker. Failed when the attempts run out.
@@ -147,8 +153,9 @@ func testClient(t *testing.T, newDriver Factory) {
 		require.Len(t, j.Errors, 5)
 		require.Contains(t, j.LastError, "no worker registered for kind \"nobody_runs_this\"")
 
-		bad, err := c.Enqueue(ctx, lockstep.RawArgs{KindName: "flaky", JSON: json.RawMessage(`{"FailTimes":"many"}`)}, &lockstep.EnqueueOpts{MaxAttempts: 5})
+		badRes, err := c.Insert(ctx, lockstep.RawArgs{KindName: "flaky", JSON: json.RawMessage(`{"FailTimes":"many"}`)}, &lockstep.InsertOpts{MaxAttempts: 5})
 		require.NoError(t, err)
+		bad := badRes.ID
 		j = waitStatus(t, c, bad, lockstep.StatusFailed)
 		require.Equal(t, 1, j.Attempts, "undecodable args fail at once")
 		require.Contains(t, j.LastError, "decode args of kind \"flaky\"")
@@ -160,22 +167,22 @@ func testClient(t *testing.T, newDriver Factory) {
 		require.NoError(t, err)
 		cases := map[string]struct {
 			args lockstep.JobArgs
-			opts *lockstep.EnqueueOpts
+			opts *lockstep.InsertOpts
 			want string
 		}{
 			"invalid json":     {lockstep.RawArgs{KindName: "k", JSON: json.RawMessage(`{`)}, nil, "not valid JSON"},
 			"too large":        {lockstep.RawArgs{KindName: "k", JSON: json.RawMessage(`"` + strings.Repeat("a", 100) + `"`)}, nil, "limit is 64"},
 			"empty kind":       {lockstep.RawArgs{KindName: "", JSON: json.RawMessage(`{}`)}, nil, "kind name is empty"},
-			"control in queue": {noopArgs{}, &lockstep.EnqueueOpts{Queue: "a\nb"}, "control"},
-			"negative delay":   {noopArgs{}, &lockstep.EnqueueOpts{Delay: -time.Second}, "must not be negative"},
-			"negative max":     {noopArgs{}, &lockstep.EnqueueOpts{MaxAttempts: -1}, "must be positive"},
+			"control in queue": {noopArgs{}, &lockstep.InsertOpts{Queue: "a\nb"}, "control"},
+			"negative delay":   {noopArgs{}, &lockstep.InsertOpts{Delay: -time.Second}, "must not be negative"},
+			"negative max":     {noopArgs{}, &lockstep.InsertOpts{MaxAttempts: -1}, "must be positive"},
 		}
 		for name, tc := range cases {
-			_, err := c.Enqueue(ctx, tc.args, tc.opts)
+			_, err := c.Insert(ctx, tc.args, tc.opts)
 			require.ErrorContains(t, err, tc.want, name)
 		}
 		require.Equal(t, 0, countWhere(t, drv, "1=1"), "nothing was inserted")
-		_, err = c.EnqueueMany(ctx, []lockstep.EnqueueParams{{Args: noopArgs{}}, {Args: lockstep.RawArgs{KindName: "k", JSON: json.RawMessage(`[`)}}})
+		_, err = c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: noopArgs{}}, {Args: lockstep.RawArgs{KindName: "k", JSON: json.RawMessage(`[`)}}})
 		require.ErrorContains(t, err, "job 1")
 		require.Equal(t, 0, countWhere(t, drv, "1=1"), "a bad job rejects the whole batch")
 	})
@@ -186,8 +193,9 @@ func testClient(t *testing.T, newDriver Factory) {
 		lockstep.AddWorker(ws, lockstep.WorkFunc(func(context.Context, *lockstep.Job[noopArgs]) error { return nil }))
 		enq, err := lockstep.NewClient(drv, lockstep.Config{})
 		require.NoError(t, err)
-		id, err := enq.Enqueue(ctx, noopArgs{N: 1}, nil)
+		idRes, err := enq.Insert(ctx, noopArgs{N: 1}, nil)
 		require.NoError(t, err)
+		id := idRes.ID
 		// A worker claims the job and dies: it never heartbeats or finishes.
 		dead := claimOneFrom(t, drv.Executor(), lockstep.DefaultQueue)
 		require.Equal(t, id, dead.ID)
@@ -214,12 +222,13 @@ func testClient(t *testing.T, newDriver Factory) {
 		other, err := lockstep.NewClient(drv, lockstep.Config{})
 		require.NoError(t, err)
 
-		params := make([]lockstep.EnqueueParams, 4)
+		params := make([]lockstep.InsertManyParams, 4)
 		for i := range params {
-			params[i] = lockstep.EnqueueParams{Args: blockArgs{Tag: itoa(i)}}
+			params[i] = lockstep.InsertManyParams{Args: blockArgs{Tag: itoa(i)}}
 		}
-		run, ids, err := other.CreateRun(ctx, "cancel-me", params...)
+		run, idsRes, err := other.InsertRun(ctx, "cancel-me", nil, params...)
 		require.NoError(t, err)
+		ids := insertedIDs(idsRes)
 		require.Len(t, ids, 4)
 		var runningID int64
 		select {
@@ -254,7 +263,7 @@ func testClient(t *testing.T, newDriver Factory) {
 		require.Empty(t, j.Errors, "the cancelled job's error was not recorded")
 		require.Equal(t, 1, j.Attempts)
 
-		_, err = other.Enqueue(ctx, noopArgs{}, &lockstep.EnqueueOpts{RunID: run.ID})
+		_, err = other.Insert(ctx, noopArgs{}, &lockstep.InsertOpts{RunID: run.ID})
 		require.ErrorIs(t, err, lockstep.ErrRunCancelled)
 	})
 
@@ -266,8 +275,9 @@ func testClient(t *testing.T, newDriver Factory) {
 		cfg := fastConfig(ws)
 		cfg.HeartbeatInterval, cfg.ReapAfter = time.Hour, 3*time.Hour // only the in-process path
 		c := startClient(t, drv, cfg)
-		id, err := c.Enqueue(ctx, blockArgs{}, nil)
+		idRes, err := c.Insert(ctx, blockArgs{}, nil)
 		require.NoError(t, err)
+		id := idRes.ID
 		require.Equal(t, id, <-bw.started)
 		ok, err := c.CancelJob(ctx, id)
 		require.NoError(t, err)
@@ -282,14 +292,15 @@ func testClient(t *testing.T, newDriver Factory) {
 		require.False(t, ok, "a finished job cannot be cancelled")
 	})
 
-	t.Run("EnqueueTx", func(t *testing.T) {
+	t.Run("InsertTx", func(t *testing.T) {
 		drv := setup(t, newDriver)
 		c, err := lockstep.NewClient(drv, lockstep.Config{})
 		require.NoError(t, err)
 		tx, err := drv.BeginSQL(ctx)
 		require.NoError(t, err)
-		id, err := c.EnqueueTx(ctx, tx, noopArgs{N: 1}, nil)
+		idRes, err := c.InsertTx(ctx, tx, noopArgs{N: 1}, nil)
 		require.NoError(t, err)
+		id := idRes.ID
 		require.NoError(t, tx.Rollback())
 		_, err = c.Job(ctx, id)
 		require.ErrorIs(t, err, lockstep.ErrNotFound, "rolled back with the caller's transaction")
@@ -303,13 +314,14 @@ func testClient(t *testing.T, newDriver Factory) {
 		worker := startClient(t, drv, fastConfig(ws))
 		tx, err = drv.BeginSQL(ctx)
 		require.NoError(t, err)
-		id, err = worker.EnqueueTx(ctx, tx, noopArgs{N: 2}, nil)
+		res, err := worker.InsertTx(ctx, tx, noopArgs{N: 2}, nil)
 		require.NoError(t, err)
+		id = res.ID
 		require.NoError(t, tx.Commit())
 		require.Equal(t, id, <-ran)
 		waitStatus(t, worker, id, lockstep.StatusDone)
 
-		_, err = c.EnqueueTx(ctx, "not a tx", noopArgs{}, nil)
+		_, err = c.InsertTx(ctx, "not a tx", noopArgs{}, nil)
 		require.ErrorContains(t, err, "transaction must be")
 	})
 
@@ -319,7 +331,7 @@ func testClient(t *testing.T, newDriver Factory) {
 		require.NoError(t, err)
 		var inner error
 		err = c.RetryTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			if _, err := c.EnqueueTx(ctx, tx, noopArgs{}, nil); err != nil {
+			if _, err := c.InsertTx(ctx, tx, noopArgs{}, nil); err != nil {
 				return err
 			}
 			inner = c.RetryTx(ctx, func(context.Context, *sql.Tx) error { return nil })

@@ -160,13 +160,22 @@ func FillPending(t *testing.T, drv driver.Driver, already, total int) {
 	t.Helper()
 	c, err := lockstep.NewClient(drv, lockstep.Config{})
 	require.NoError(t, err)
-	batch := make([]lockstep.EnqueueParams, 0, 5000)
+	batch := make([]lockstep.InsertManyParams, 0, 5000)
 	for i := already; i < total; i++ {
-		batch = append(batch, lockstep.EnqueueParams{Args: fillArgs{I: i}})
+		batch = append(batch, lockstep.InsertManyParams{Args: fillArgs{I: i}})
 		if len(batch) == cap(batch) || i == total-1 {
-			_, err := c.EnqueueMany(context.Background(), batch)
+			_, err := c.InsertMany(context.Background(), batch)
 			require.NoError(t, err)
 			batch = batch[:0]
 		}
 	}
+}
+
+// insertedIDs are the ids of inserted jobs, in input order.
+func insertedIDs(res []lockstep.InsertResult) []int64 {
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	return ids
 }

@@ -184,12 +184,13 @@ func testPollTrickle(t *testing.T, drv driver.Driver, open Opener) {
 	require.NoError(t, err)
 	enqueued := map[int64]time.Time{}
 	for round := range 20 {
-		batch := make([]lockstep.EnqueueParams, 3)
+		batch := make([]lockstep.InsertManyParams, 3)
 		for i := range batch {
-			batch[i] = lockstep.EnqueueParams{Args: WakeArgs{N: round*3 + i}, Opts: &lockstep.EnqueueOpts{Queue: "trickle"}}
+			batch[i] = lockstep.InsertManyParams{Args: WakeArgs{N: round*3 + i}, Opts: &lockstep.InsertOpts{Queue: "trickle"}}
 		}
-		ids, err := enq.EnqueueMany(ctx, batch)
+		idsRes, err := enq.InsertMany(ctx, batch)
 		require.NoError(t, err)
+		ids := insertedIDs(idsRes)
 		for _, id := range ids {
 			enqueued[id] = time.Now()
 		}
@@ -241,42 +242,48 @@ func testNotify(t *testing.T, newDriver Factory) {
 			mark = w.Log.WaitFinishedThenClaim(t, mark, jobs)
 		}
 
-		check("Enqueue", 1, func() []int64 {
-			id, err := enq.Enqueue(ctx, WakeArgs{N: 1}, nil)
+		check("Insert", 1, func() []int64 {
+			idRes, err := enq.Insert(ctx, WakeArgs{N: 1}, nil)
 			require.NoError(t, err)
+			id := idRes.ID
 			return []int64{id}
 		})
-		check("EnqueueMany", 3, func() []int64 {
-			ids, err := enq.EnqueueMany(ctx, []lockstep.EnqueueParams{{Args: WakeArgs{N: 2}}, {Args: WakeArgs{N: 3}}, {Args: WakeArgs{N: 4}}})
+		check("InsertMany", 3, func() []int64 {
+			idsRes, err := enq.InsertMany(ctx, []lockstep.InsertManyParams{{Args: WakeArgs{N: 2}}, {Args: WakeArgs{N: 3}}, {Args: WakeArgs{N: 4}}})
 			require.NoError(t, err)
+			ids := insertedIDs(idsRes)
 			return ids
 		})
-		check("EnqueueTx, woken on commit", 1, func() []int64 {
+		check("InsertTx, woken on commit", 1, func() []int64 {
 			tx, err := drv.BeginSQL(ctx)
 			require.NoError(t, err)
 			defer func() { _ = tx.Rollback() }()
-			id, err := enq.EnqueueTx(ctx, tx, WakeArgs{N: 5}, nil)
+			idRes, err := enq.InsertTx(ctx, tx, WakeArgs{N: 5}, nil)
 			require.NoError(t, err)
+			id := idRes.ID
 			require.NoError(t, tx.Commit())
 			return []int64{id}
 		})
 		var runID int64
-		check("CreateRun with jobs", 2, func() []int64 {
-			run, ids, err := enq.CreateRun(ctx, "woken", lockstep.EnqueueParams{Args: WakeArgs{N: 6}}, lockstep.EnqueueParams{Args: WakeArgs{N: 7}})
+		check("InsertRun with jobs", 2, func() []int64 {
+			run, idsRes, err := enq.InsertRun(ctx, "woken", nil, lockstep.InsertManyParams{Args: WakeArgs{N: 6}}, lockstep.InsertManyParams{Args: WakeArgs{N: 7}})
 			require.NoError(t, err)
+			ids := insertedIDs(idsRes)
 			runID = run.ID
 			return ids
 		})
-		check("Enqueue into a run", 1, func() []int64 {
-			id, err := enq.Enqueue(ctx, WakeArgs{N: 8}, &lockstep.EnqueueOpts{RunID: runID})
+		check("Insert into a run", 1, func() []int64 {
+			idRes, err := enq.Insert(ctx, WakeArgs{N: 8}, &lockstep.InsertOpts{RunID: runID})
 			require.NoError(t, err)
+			id := idRes.ID
 			return []int64{id}
 		})
 		// A job that fails once, then is retried from the other client.
 		var failing int64
 		check("a job that fails", 1, func() []int64 {
-			id, err := enq.Enqueue(ctx, WakeArgs{N: 9, FailOnce: true}, nil)
+			idRes, err := enq.Insert(ctx, WakeArgs{N: 9, FailOnce: true}, nil)
 			require.NoError(t, err)
+			id := idRes.ID
 			failing = id
 			return []int64{id}
 		})
@@ -296,8 +303,9 @@ func testNotify(t *testing.T, newDriver Factory) {
 		// poll, so the test above measures the wake-up, not luck.
 		w := StartWakeWorker(t, open(t), true)
 		w.Log.WaitClaimAfter(t, 0)
-		id, err := enq.Enqueue(ctx, WakeArgs{N: 10}, nil)
+		idRes, err := enq.Insert(ctx, WakeArgs{N: 10}, nil)
 		require.NoError(t, err)
+		id := idRes.ID
 		time.Sleep(500 * time.Millisecond)
 		require.False(t, w.Started(id), "a job started before the poll though the worker does not listen")
 		j, err := enq.Job(ctx, id)

@@ -52,12 +52,13 @@ func testThreeClients(t *testing.T, newDriver Factory) {
 
 	enq, err := lockstep.NewClient(drv, lockstep.Config{})
 	require.NoError(t, err)
-	params := make([]lockstep.EnqueueParams, jobs)
+	params := make([]lockstep.InsertManyParams, jobs)
 	for i := range params {
-		params[i] = lockstep.EnqueueParams{Args: ledgerArgs{N: i}}
+		params[i] = lockstep.InsertManyParams{Args: ledgerArgs{N: i}}
 	}
-	ids, err := enq.EnqueueMany(ctx, params)
+	idsRes, err := enq.InsertMany(ctx, params)
 	require.NoError(t, err)
+	ids := insertedIDs(idsRes)
 	require.Len(t, ids, jobs)
 
 	for i := 0; i < clients; i++ {

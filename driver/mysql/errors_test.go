@@ -131,7 +131,7 @@ func TestRetryTxRetriesDeadlockVictim(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, "UPDATE pair SET v = v + 1 WHERE id = 1"); err != nil {
 			return err
 		}
-		if _, err := client.EnqueueTx(ctx, tx, countArgs{}, nil); err != nil {
+		if _, err := client.InsertTx(ctx, tx, countArgs{}, nil); err != nil {
 			return err
 		}
 		if calls == 1 {

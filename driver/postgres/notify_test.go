@@ -78,8 +78,9 @@ func TestListenerReconnects(t *testing.T) {
 	enq, err := lockstep.NewClient(edrv, lockstep.Config{})
 	require.NoError(t, err)
 	began := time.Now()
-	id, err := enq.Enqueue(ctx, drivertest.WakeArgs{N: 1}, nil)
+	idRes, err := enq.Insert(ctx, drivertest.WakeArgs{N: 1}, nil)
 	require.NoError(t, err)
+	id := idRes.ID
 	took := w.WaitStarted(t, id, began)
 	t.Logf("after the reconnect a job enqueued elsewhere started in %s (poll interval %s)", took.Round(time.Microsecond), drivertest.NotifyPollInterval)
 }
@@ -96,8 +97,9 @@ func TestWithoutNotify(t *testing.T) {
 
 	enq, err := lockstep.NewClient(edrv.WithoutNotify(), lockstep.Config{})
 	require.NoError(t, err)
-	id, err := enq.Enqueue(ctx, drivertest.WakeArgs{N: 1}, nil)
+	idRes, err := enq.Insert(ctx, drivertest.WakeArgs{N: 1}, nil)
 	require.NoError(t, err)
+	id := idRes.ID
 	time.Sleep(500 * time.Millisecond)
 	require.False(t, w.Started(id), "the job started before the poll though no wake-up was sent")
 
@@ -105,8 +107,9 @@ func TestWithoutNotify(t *testing.T) {
 	enq, err = lockstep.NewClient(edrv, lockstep.Config{})
 	require.NoError(t, err)
 	began := time.Now()
-	id2, err := enq.Enqueue(ctx, drivertest.WakeArgs{N: 2}, nil)
+	id2Res, err := enq.Insert(ctx, drivertest.WakeArgs{N: 2}, nil)
 	require.NoError(t, err)
+	id2 := id2Res.ID
 	w.WaitStarted(t, id2, began)
 	// The woken claim takes the older job too: it starts within the poll
 	// interval as well (the two start on separate goroutines, in either
@@ -126,16 +129,16 @@ func TestNotifyCooldown(t *testing.T) {
 	slow := edrv.WithNotifyCooldown(time.Hour)
 	enq, err := lockstep.NewClient(slow, lockstep.Config{})
 	require.NoError(t, err)
-	_, err = enq.EnqueueMany(ctx, []lockstep.EnqueueParams{
-		{Args: drivertest.WakeArgs{N: 1}, Opts: &lockstep.EnqueueOpts{Queue: "a"}},
-		{Args: drivertest.WakeArgs{N: 2}, Opts: &lockstep.EnqueueOpts{Queue: "b"}},
-		{Args: drivertest.WakeArgs{N: 3}, Opts: &lockstep.EnqueueOpts{Queue: "a"}},
-		{Args: drivertest.WakeArgs{N: 4}, Opts: &lockstep.EnqueueOpts{Queue: "later", Delay: time.Hour}},
+	_, err = enq.InsertMany(ctx, []lockstep.InsertManyParams{
+		{Args: drivertest.WakeArgs{N: 1}, Opts: &lockstep.InsertOpts{Queue: "a"}},
+		{Args: drivertest.WakeArgs{N: 2}, Opts: &lockstep.InsertOpts{Queue: "b"}},
+		{Args: drivertest.WakeArgs{N: 3}, Opts: &lockstep.InsertOpts{Queue: "a"}},
+		{Args: drivertest.WakeArgs{N: 4}, Opts: &lockstep.InsertOpts{Queue: "later", Delay: time.Hour}},
 	})
 	require.NoError(t, err)
-	_, err = enq.Enqueue(ctx, drivertest.WakeArgs{N: 5}, &lockstep.EnqueueOpts{Queue: "a"}) // within the cooldown
+	_, err = enq.Insert(ctx, drivertest.WakeArgs{N: 5}, &lockstep.InsertOpts{Queue: "a"}) // within the cooldown
 	require.NoError(t, err)
-	_, err = enq.Enqueue(ctx, drivertest.WakeArgs{N: 6}, &lockstep.EnqueueOpts{Queue: "c"})
+	_, err = enq.Insert(ctx, drivertest.WakeArgs{N: 6}, &lockstep.InsertOpts{Queue: "c"})
 	require.NoError(t, err)
 
 	var got []string

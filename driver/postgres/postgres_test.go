@@ -52,7 +52,7 @@ type outboxArgs struct{ Order int }
 
 func (outboxArgs) Kind() string { return "outbox" }
 
-// EnqueueTx with a pgx.Tx: the job commits and rolls back with it.
+// InsertTx with a pgx.Tx: the job commits and rolls back with it.
 func TestEnqueueTxPgx(t *testing.T) {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, testdb.Postgres(t))
@@ -69,21 +69,23 @@ func TestEnqueueTxPgx(t *testing.T) {
 
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	id, err := c.EnqueueTx(ctx, tx, outboxArgs{Order: 1}, nil)
+	idRes, err := c.InsertTx(ctx, tx, outboxArgs{Order: 1}, nil)
 	require.NoError(t, err)
+	id := idRes.ID
 	require.NoError(t, tx.Rollback(ctx))
 	_, err = c.Job(ctx, id)
 	require.ErrorIs(t, err, lockstep.ErrNotFound)
 
 	tx, err = pool.Begin(ctx)
 	require.NoError(t, err)
-	run, _, err := c.CreateRun(ctx, "outbox-run")
+	run, _, err := c.InsertRun(ctx, "outbox-run", nil)
 	require.NoError(t, err)
-	ids, err := c.EnqueueManyTx(ctx, tx, []lockstep.EnqueueParams{
-		{Args: outboxArgs{Order: 2}, Opts: &lockstep.EnqueueOpts{RunID: run.ID}},
-		{Args: outboxArgs{Order: 3}, Opts: &lockstep.EnqueueOpts{RunID: run.ID}},
+	idsRes, err := c.InsertManyTx(ctx, tx, []lockstep.InsertManyParams{
+		{Args: outboxArgs{Order: 2}, Opts: &lockstep.InsertOpts{RunID: run.ID}},
+		{Args: outboxArgs{Order: 3}, Opts: &lockstep.InsertOpts{RunID: run.ID}},
 	})
 	require.NoError(t, err)
+	ids := insertedIDs(idsRes)
 	require.NoError(t, tx.Commit(ctx))
 	for _, id := range ids {
 		j, err := c.Job(ctx, id)
@@ -98,4 +100,13 @@ func TestCheckVersion(t *testing.T) {
 	require.NoError(t, postgres.CheckVersion("12.0"))
 	require.Error(t, postgres.CheckVersion("11.22"))
 	require.Error(t, postgres.CheckVersion("x"))
+}
+
+// insertedIDs are the ids of inserted jobs, in input order.
+func insertedIDs(res []lockstep.InsertResult) []int64 {
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	return ids
 }

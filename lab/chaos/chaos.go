@@ -225,21 +225,21 @@ type proc struct {
 func (r *runner) enqueue(ctx context.Context) error {
 	for left := r.cfg.Jobs; left > 0; {
 		n := min(left, r.cfg.RunSize)
-		jobs := make([]lockstep.EnqueueParams, n)
+		jobs := make([]lockstep.InsertManyParams, n)
 		for i := range jobs {
-			jobs[i] = lockstep.EnqueueParams{
+			jobs[i] = lockstep.InsertManyParams{
 				Args: LedgerArgs{Millis: r.rng.IntN(2*r.cfg.WorkMillis + 1)},
 				// Kills cost attempts; the run must never run out.
-				Opts: &lockstep.EnqueueOpts{MaxAttempts: 1000},
+				Opts: &lockstep.InsertOpts{MaxAttempts: 1000},
 			}
 		}
-		run, ids, err := r.client.CreateRun(ctx, fmt.Sprintf("chaos-%d", len(r.runs)+1), jobs...)
+		run, res, err := r.client.InsertRun(ctx, fmt.Sprintf("chaos-%d", len(r.runs)+1), nil, jobs...)
 		if err != nil {
 			return fmt.Errorf("chaos: enqueue: %w", err)
 		}
 		r.runs = append(r.runs, run.ID)
-		for _, id := range ids {
-			r.k.Jobs[id] = run.ID
+		for _, j := range res {
+			r.k.Jobs[j.ID] = run.ID
 		}
 		left -= n
 	}

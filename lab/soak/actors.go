@@ -66,13 +66,13 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 		switch p := rng.IntN(100); {
 		case p < 30: // a new run, with or without jobs of its own
 			params, modes := a.batch(rng, rng.IntN(8))
-			run, ids, err := c.CreateRun(ctx, fmt.Sprintf("soak-%d-%d", n, seq), params...)
+			run, res, err := c.InsertRun(ctx, fmt.Sprintf("soak-%d-%d", n, seq), nil, params...)
 			if err != nil {
 				a.unexpected(ctx, "create run", err)
 				break
 			}
 			l.runCreated(run.ID)
-			l.enqueued(ids, modes, run.ID)
+			l.enqueued(jobIDs(res), modes, run.ID)
 		case p < 65: // more jobs into a recent run, which may be cancelled by now
 			runID, ok := l.pickRun(20, true, rng.IntN)
 			if !ok {
@@ -83,24 +83,24 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 				params[i].Opts.RunID = runID
 			}
 			began := time.Now()
-			ids, err := c.EnqueueMany(ctx, params)
+			res, err := c.InsertMany(ctx, params)
 			switch {
 			case errors.Is(err, lockstep.ErrRunCancelled):
 				l.refusedIntoRun(runID)
 			case err != nil:
 				a.unexpected(ctx, "enqueue into run", err)
 			default:
-				l.enqueuedIntoRun(runID, began, len(ids))
-				l.enqueued(ids, modes, runID)
+				l.enqueuedIntoRun(runID, began, len(res))
+				l.enqueued(jobIDs(res), modes, runID)
 			}
 		default: // loose jobs
 			params, modes := a.batch(rng, 1+rng.IntN(15))
-			ids, err := c.EnqueueMany(ctx, params)
+			res, err := c.InsertMany(ctx, params)
 			if err != nil {
 				a.unexpected(ctx, "enqueue", err)
 				break
 			}
-			l.enqueued(ids, modes, 0)
+			l.enqueued(jobIDs(res), modes, 0)
 		}
 		if !a.pause(time.Duration(rng.IntN(25)) * time.Millisecond) {
 			return
@@ -108,12 +108,12 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 	}
 }
 
-func (a *actors) batch(rng *rand.Rand, n int) ([]lockstep.EnqueueParams, []Mode) {
-	params := make([]lockstep.EnqueueParams, n)
+func (a *actors) batch(rng *rand.Rand, n int) ([]lockstep.InsertManyParams, []Mode) {
+	params := make([]lockstep.InsertManyParams, n)
 	modes := make([]Mode, n)
 	for i := range params {
 		args, opts := randomJob(rng, a.s.queues)
-		params[i] = lockstep.EnqueueParams{Args: args, Opts: &opts}
+		params[i] = lockstep.InsertManyParams{Args: args, Opts: &opts}
 		modes[i] = args.Mode
 	}
 	return params, modes
@@ -236,4 +236,13 @@ func (d *deadWorker) staleFinishes(ctx context.Context, rng *rand.Rand, all bool
 	}
 	d.abandoned = keep
 	return nil
+}
+
+// jobIDs are the ids of inserted jobs, in input order.
+func jobIDs(res []lockstep.InsertResult) []int64 {
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	return ids
 }

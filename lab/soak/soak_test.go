@@ -188,7 +188,7 @@ func TestRefusesADatabaseWithJobs(t *testing.T) {
 	drivertest.Migrate(t, drv)
 	c, err := lockstep.NewClient(drv, lockstep.Config{})
 	require.NoError(t, err)
-	_, err = c.Enqueue(ctx, soak.Args{Mode: soak.ModeOK}, nil)
+	_, err = c.Insert(ctx, soak.Args{Mode: soak.ModeOK}, nil)
 	require.NoError(t, err)
 
 	res, err := soak.Run(ctx, soak.Config{

@@ -46,8 +46,8 @@ var (
 
 // randomJob picks a job from the mix. Slow jobs are common so that cancels
 // often land on running jobs, not only on pending ones.
-func randomJob(rng *rand.Rand, queues []string) (Args, lockstep.EnqueueOpts) {
-	opts := lockstep.EnqueueOpts{
+func randomJob(rng *rand.Rand, queues []string) (Args, lockstep.InsertOpts) {
+	opts := lockstep.InsertOpts{
 		Queue:       queues[rng.IntN(len(queues))],
 		Priority:    rng.IntN(3) - 1,
 		MaxAttempts: jobMaxAttempts,

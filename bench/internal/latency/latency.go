@@ -288,7 +288,7 @@ func runPhase(ctx context.Context, ph Phase, o Options) (res *Result, err error)
 	// first claims. Not measured.
 	const warmJobs = 20
 	for i := range warmJobs {
-		if _, err := enq.Enqueue(ctx, Args{Seq: -i - 1, Warm: true}, &lockstep.EnqueueOpts{Queue: queue}); err != nil {
+		if _, err := enq.Insert(ctx, Args{Seq: -i - 1, Warm: true}, &lockstep.InsertOpts{Queue: queue}); err != nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 		if !sleep(ctx, 10*time.Millisecond) {
@@ -379,7 +379,7 @@ func enqueueAtRate(ctx context.Context, c *lockstep.Client, rec *recorder, rate 
 			defer wg.Done()
 			for seq := range slots {
 				began := time.Now()
-				id, err := c.Enqueue(ctx, Args{Seq: seq}, &lockstep.EnqueueOpts{Queue: queue})
+				res, err := c.Insert(ctx, Args{Seq: seq}, &lockstep.InsertOpts{Queue: queue})
 				done := time.Now()
 				if err != nil {
 					rec.fail()
@@ -388,7 +388,7 @@ func enqueueAtRate(ctx context.Context, c *lockstep.Client, rec *recorder, rate 
 					}
 					continue
 				}
-				rec.enqueue(id, began, done)
+				rec.enqueue(res.ID, began, done)
 			}
 		}()
 	}

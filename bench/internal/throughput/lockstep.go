@@ -122,15 +122,15 @@ func newLockstepSQLite(ctx context.Context, cfg *Config) (*lockstepInstance, err
 }
 
 func (l *lockstepInstance) insert(ctx context.Context, n int) error {
-	params := make([]lockstep.EnqueueParams, 0, min(n, l.batch))
+	params := make([]lockstep.InsertManyParams, 0, min(n, l.batch))
 	for n > 0 {
 		k := min(n, l.batch)
 		params = params[:0]
 		for range k {
 			l.num++
-			params = append(params, lockstep.EnqueueParams{Args: noopArgs{Num: l.num}})
+			params = append(params, lockstep.InsertManyParams{Args: noopArgs{Num: l.num}})
 		}
-		if _, err := l.client.EnqueueMany(ctx, params); err != nil {
+		if _, err := l.client.InsertMany(ctx, params); err != nil {
 			return err
 		}
 		n -= k

@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
-// EnqueueOpts are a job's insert-time options. The zero value enqueues on
+// InsertOpts are a job's insert-time options. The zero value enqueues on
 // the default queue, priority 0, now, with Config.MaxAttempts attempts.
-type EnqueueOpts struct {
+type InsertOpts struct {
 	// Queue; default "default".
 	Queue string
 	// Priority: lower runs first among ready jobs. Default 0.
@@ -39,16 +41,16 @@ type EnqueueOpts struct {
 // JobArgsWithInsertOpts is implemented by args whose kind has default
 // insert-time options (its usual queue, priority, attempts or delay), so
 // that every enqueue of the kind need not repeat them. What the enqueue's
-// own EnqueueOpts sets wins; a zero field takes the kind's default. The
+// own InsertOpts sets wins; a zero field takes the kind's default. The
 // defaults live with the args type, not the worker, because the process
 // that enqueues often runs no worker for the kind.
 type JobArgsWithInsertOpts interface {
 	JobArgs
-	InsertOpts() EnqueueOpts
+	InsertOpts() InsertOpts
 }
 
 // withKindDefaults fills what o leaves unset from the kind's defaults.
-func withKindDefaults(o, def EnqueueOpts) (EnqueueOpts, error) {
+func withKindDefaults(o, def InsertOpts) (InsertOpts, error) {
 	if def.RunID != 0 {
 		return o, errors.New("InsertOpts must not name a RunID: a run is chosen per enqueue")
 	}
@@ -73,34 +75,60 @@ func withKindDefaults(o, def EnqueueOpts) (EnqueueOpts, error) {
 	return o, nil
 }
 
-// EnqueueParams is one job of a batch.
-type EnqueueParams struct {
+// InsertManyParams is one job of an InsertMany.
+type InsertManyParams struct {
 	Args JobArgs
-	Opts *EnqueueOpts
+	Opts *InsertOpts
 }
 
-// Enqueue inserts one job.
-func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOpts) (int64, error) {
-	ids, err := c.EnqueueMany(ctx, []EnqueueParams{{Args: args, Opts: opts}})
-	if err != nil {
-		return 0, err
-	}
-	return ids[0], nil
+// InsertResult is the outcome of inserting one job.
+type InsertResult struct {
+	// ID is the new job, or for a duplicate the job that holds the key.
+	// It is 0 only for a duplicate whose holder left its unique statuses
+	// before it could be read.
+	ID int64
+	// Duplicate is true when a job with the same unique key was in one of
+	// its unique statuses, and nothing was inserted.
+	Duplicate bool
 }
 
-// EnqueueMany inserts jobs in batches, one statement per batch, and
-// returns their ids in input order. All jobs of one call share one RunID
-// (or none).
-func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]int64, error) {
-	res, err := c.insert(ctx, params)
+// Insert inserts one job on the client's own pool. A deadlock victim or a
+// busy database is retried.
+func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (*InsertResult, error) {
+	res, err := c.insert(ctx, []InsertManyParams{{Args: args, Opts: opts}})
 	if err != nil {
 		return nil, err
 	}
-	return resultIDs(res), nil
+	return &res[0], nil
+}
+
+// InsertMany inserts jobs in batches, one statement per batch, and returns
+// their results in input order. All jobs of one call share one RunID (or
+// none). A call that mixes plain and unique jobs is one transaction.
+func (c *Client) InsertMany(ctx context.Context, params []InsertManyParams) ([]InsertResult, error) {
+	return c.insert(ctx, params)
+}
+
+// InsertTx inserts one job inside the caller's transaction (*sql.Tx, or
+// pgx.Tx on PostgreSQL): the job exists if and only if the transaction
+// commits — the transactional outbox. It is never retried: only the owner
+// of a transaction can retry it. A duplicate found inside tx is final for
+// tx: the holder committed first.
+func (c *Client) InsertTx(ctx context.Context, tx any, args JobArgs, opts *InsertOpts) (*InsertResult, error) {
+	res, err := c.insertTx(ctx, tx, []InsertManyParams{{Args: args, Opts: opts}})
+	if err != nil {
+		return nil, err
+	}
+	return &res[0], nil
+}
+
+// InsertManyTx is InsertMany inside the caller's transaction.
+func (c *Client) InsertManyTx(ctx context.Context, tx any, params []InsertManyParams) ([]InsertResult, error) {
+	return c.insertTx(ctx, tx, params)
 }
 
 // insert validates and inserts jobs on the client's own pool.
-func (c *Client) insert(ctx context.Context, params []EnqueueParams) ([]InsertResult, error) {
+func (c *Client) insert(ctx context.Context, params []InsertManyParams) ([]InsertResult, error) {
 	rows, runID, err := c.prepareInsert(params)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
@@ -127,29 +155,8 @@ func (c *Client) emitEnqueued(rows []driver.JobInsertParams, res []InsertResult)
 	}
 }
 
-// EnqueueTx inserts one job inside the caller's transaction (*sql.Tx, or
-// pgx.Tx on PostgreSQL): the job exists if and only if the transaction
-// commits — the transactional outbox. It is never retried: only the owner
-// of a transaction can retry it.
-func (c *Client) EnqueueTx(ctx context.Context, tx any, args JobArgs, opts *EnqueueOpts) (int64, error) {
-	ids, err := c.EnqueueManyTx(ctx, tx, []EnqueueParams{{Args: args, Opts: opts}})
-	if err != nil {
-		return 0, err
-	}
-	return ids[0], nil
-}
-
-// EnqueueManyTx is EnqueueMany inside the caller's transaction.
-func (c *Client) EnqueueManyTx(ctx context.Context, tx any, params []EnqueueParams) ([]int64, error) {
-	res, err := c.insertTx(ctx, tx, params)
-	if err != nil {
-		return nil, err
-	}
-	return resultIDs(res), nil
-}
-
 // insertTx validates and inserts jobs inside the caller's transaction.
-func (c *Client) insertTx(ctx context.Context, tx any, params []EnqueueParams) ([]InsertResult, error) {
+func (c *Client) insertTx(ctx context.Context, tx any, params []InsertManyParams) ([]InsertResult, error) {
 	rows, runID, err := c.prepareInsert(params)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
@@ -183,8 +190,8 @@ func (c *Client) wakeFor(rows []driver.JobInsertParams, res []InsertResult) {
 // ErrInvalidJob classifies a job refused before anything reached the
 // database: args that are not valid JSON or too large, an empty, too long
 // or control-character queue or kind name, or an option out of range.
-// errors.Is(err, ErrInvalidJob) holds when Enqueue, EnqueueMany,
-// EnqueueTx, EnqueueManyTx or CreateRun refuse a job for its args, names
+// errors.Is(err, ErrInvalidJob) holds when Insert, InsertMany, InsertTx,
+// InsertManyTx or InsertRun refuse a job for its args, names
 // or options; the message says what is wrong. A run that is cancelled or
 // missing is the database's answer instead: ErrRunCancelled, ErrNotFound.
 var ErrInvalidJob = errors.New("invalid job")
@@ -197,7 +204,7 @@ func (e *invalidJobError) Unwrap() []error { return []error{e.err, ErrInvalidJob
 
 func invalidJob(err error) error { return &invalidJobError{err: err} }
 
-// Bounds of EnqueueOpts.ScheduledAt: the range every database stores
+// Bounds of InsertOpts.ScheduledAt: the range every database stores
 // (MySQL's DATETIME stops at 9999; SQLite compares times as text, which
 // sorts a five-digit year before a four-digit one).
 var (
@@ -207,7 +214,7 @@ var (
 
 // prepareInsert validates and encodes jobs; nothing reaches the database
 // unless every job is valid.
-func (c *Client) prepareInsert(params []EnqueueParams) ([]driver.JobInsertParams, int64, error) {
+func (c *Client) prepareInsert(params []InsertManyParams) ([]driver.JobInsertParams, int64, error) {
 	if len(params) == 0 {
 		return nil, 0, invalidJob(errors.New("no jobs given"))
 	}
@@ -232,7 +239,7 @@ func (c *Client) prepareInsert(params []EnqueueParams) ([]driver.JobInsertParams
 	return rows, runID, nil
 }
 
-func (c *Client) encodeJob(p EnqueueParams) (driver.JobInsertParams, error) {
+func (c *Client) encodeJob(p InsertManyParams) (driver.JobInsertParams, error) {
 	if p.Args == nil {
 		return driver.JobInsertParams{}, errors.New("nil args")
 	}
@@ -240,7 +247,7 @@ func (c *Client) encodeJob(p EnqueueParams) (driver.JobInsertParams, error) {
 		// Kind() on a nil pointer would panic (or name a kind for no args).
 		return driver.JobInsertParams{}, fmt.Errorf("nil args (a nil %T)", p.Args)
 	}
-	o := EnqueueOpts{}
+	o := InsertOpts{}
 	if p.Opts != nil {
 		o = *p.Opts
 	}
@@ -349,4 +356,110 @@ func (r RawArgs) MarshalJSON() ([]byte, error) {
 		return nil, errors.New("args are not valid JSON")
 	}
 	return r.JSON, nil
+}
+
+// insertRows inserts prepared jobs through ex: the plain ones in batches,
+// then each unique one alone (its insert may find a duplicate instead), in
+// descending key order. Inside one transaction each insert keeps its key
+// locked until commit, so two transactions taking keys in opposite orders
+// would deadlock; and one order is not enough on MariaDB, where an insert
+// that waits for a holder also asks for the gap before the holder's
+// record, which in an ascending index is where the holder's next larger
+// key goes. The unique index is descending there, and keys go in its
+// order: the next key a transaction inserts lies after the record others
+// wait on, never in the gap they ask for.
+//
+// retry is true on the client's own pool: there a call with several jobs,
+// some unique, runs in one transaction of its own (all or nothing, like a
+// plain batch), and a deadlock victim or a busy database is retried
+// (repeating a lone unique insert is harmless too: a try that committed
+// before its connection failed makes the next its duplicate). A caller's
+// transaction is the caller's to retry.
+func (c *Client) insertRows(ctx context.Context, ex driver.Executor, retry bool, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
+	if !retry {
+		return c.insertRowsOnce(ctx, ex, runID, rows)
+	}
+	atomic := len(rows) > 1 && slices.ContainsFunc(rows, func(r driver.JobInsertParams) bool { return r.UniqueKey != "" })
+	var res []InsertResult
+	err := c.retryDB(ctx, "enqueue", func(ctx context.Context) error {
+		if !atomic {
+			var err error
+			res, err = c.insertRowsOnce(ctx, ex, runID, rows)
+			return err
+		}
+		tx, err := c.drv.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if res, err = c.insertRowsOnce(ctx, tx, runID, rows); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	return res, err
+}
+
+// insertRowsOnce is insertRows' one try. When it makes more than one
+// insert call, ex is a transaction (insertRows sees to it), so only the
+// first call locks the run; the others name it on their rows.
+func (c *Client) insertRowsOnce(ctx context.Context, ex driver.Executor, runID int64, rows []driver.JobInsertParams) ([]InsertResult, error) {
+	res := make([]InsertResult, len(rows))
+	var uniqueAt []int
+	for i, r := range rows {
+		if r.UniqueKey != "" {
+			uniqueAt = append(uniqueAt, i)
+		}
+	}
+	plain, plainAt := rows, []int(nil) // all plain: no copy
+	if len(uniqueAt) > 0 {
+		plain = nil
+		for i, r := range rows {
+			if r.UniqueKey == "" {
+				plain, plainAt = append(plain, r), append(plainAt, i)
+			}
+		}
+	}
+	lockRun := runID
+	if len(plain) > 0 {
+		var ids []int64
+		var err error
+		if lockRun != 0 {
+			ids, err = ex.JobInsertIntoRun(ctx, lockRun, plain)
+		} else {
+			ids, err = ex.JobInsertMany(ctx, plain)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for k, id := range ids {
+			i := k
+			if plainAt != nil {
+				i = plainAt[k]
+			}
+			res[i].ID = id
+		}
+		lockRun = 0
+	}
+	slices.SortStableFunc(uniqueAt, func(a, b int) int { return strings.Compare(rows[b].UniqueKey, rows[a].UniqueKey) })
+	for _, i := range uniqueAt {
+		row := rows[i]
+		if runID != 0 {
+			row.RunID = runID
+		}
+		u, err := ex.JobInsertUnique(ctx, lockRun, row)
+		if err != nil {
+			return nil, err
+		}
+		lockRun = 0
+		if u.Duplicate && u.ID == 0 {
+			// The caller's snapshot predates the holder: read it from
+			// outside the transaction.
+			if u.ID, err = c.exec.JobIDByUniqueKey(ctx, row.UniqueKey); err != nil {
+				return nil, err
+			}
+		}
+		res[i] = InsertResult{ID: u.ID, Duplicate: u.Duplicate}
+	}
+	return res, nil
 }
