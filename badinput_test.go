@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +17,6 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
-	"github.com/lockstep-queue/lockstep/driver/sqlite"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/migrate"
 	"github.com/lockstep-queue/lockstep/rowtype"
@@ -30,75 +26,6 @@ import (
 // scheduled, RUNNING, DONE, FAILED, in an active and a cancelled run),
 // snapshots every row, feeds the bad input, requires the error, and
 // requires every row to be as it was.
-
-// testDialect is a database the root tests run on. openN opens n drivers
-// (n pools, as n processes have) on one fresh, migrated database.
-type testDialect struct {
-	name  string
-	openN func(t *testing.T, n int) []driver.Driver
-}
-
-// open opens one driver on a fresh, migrated database.
-func (d testDialect) open(t *testing.T) driver.Driver { return d.openN(t, 1)[0] }
-
-var testDialects = []testDialect{
-	{"sqlite", func(t *testing.T, n int) []driver.Driver {
-		path := filepath.Join(t.TempDir(), "test.db")
-		return openShared(t, n, func() (driver.Driver, error) { return sqlite.Open(context.Background(), path) })
-	}},
-	{"mariadb", func(t *testing.T, n int) []driver.Driver {
-		dsn := testdb.MySQL(t)
-		return openShared(t, n, func() (driver.Driver, error) { return mysql.Open(context.Background(), dsn) })
-	}},
-	{"postgres", func(t *testing.T, n int) []driver.Driver {
-		dsn := testdb.Postgres(t)
-		return openShared(t, n, func() (driver.Driver, error) { return postgres.Open(context.Background(), dsn) })
-	}},
-}
-
-func openShared(t *testing.T, n int, open func() (driver.Driver, error)) []driver.Driver {
-	t.Helper()
-	var out []driver.Driver
-	for i := range n {
-		drv, err := open()
-		require.NoError(t, err)
-		if i == 0 {
-			openMigrated(t, drv)
-		} else {
-			t.Cleanup(func() { _ = drv.Close() })
-		}
-		out = append(out, drv)
-	}
-	return out
-}
-
-func openMigrated(t *testing.T, drv driver.Driver) driver.Driver {
-	t.Helper()
-	t.Cleanup(func() { _ = drv.Close() })
-	m, err := migrate.New(drv)
-	require.NoError(t, err)
-	_, err = m.Up(context.Background())
-	require.NoError(t, err)
-	return drv
-}
-
-// forEachDialect runs fn on each database, in parallel.
-func forEachDialect(t *testing.T, fn func(t *testing.T, drv driver.Driver)) {
-	forEachDialectN(t, 1, func(t *testing.T, drvs []driver.Driver) { fn(t, drvs[0]) })
-}
-
-// forEachDialectN runs fn on each database, in parallel, with n drivers
-// on it (n processes).
-func forEachDialectN(t *testing.T, n int, fn func(t *testing.T, drvs []driver.Driver)) {
-	for _, d := range testDialects {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, d.openN(t, n))
-		})
-	}
-}
-
-func quietBadInputLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // existingArgs are the jobs already in the database.
 type existingArgs struct {

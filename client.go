@@ -7,6 +7,7 @@ package lockstep
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/migrate"
-	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Client enqueues jobs, and with Start runs workers for its queues.
@@ -79,6 +79,17 @@ func NewClient(drv driver.Driver, cfg Config) (*Client, error) {
 
 // Driver returns the client's driver.
 func (c *Client) Driver() driver.Driver { return c.drv }
+
+// Dialect is the client's database: "mysql", "postgres" or "sqlite".
+func (c *Client) Dialect() string { return c.drv.Dialect() }
+
+// DB is the client's pool as a database/sql handle, for reads the client
+// does not offer itself (the dashboard's lock view, a health check).
+func (c *Client) DB() *sql.DB { return c.drv.DB() }
+
+// ClassifyError reports the kind of a database error by its code, as the
+// client's own retries classify it.
+func (c *Client) ClassifyError(err error) ErrorKind { return c.drv.ClassifyError(err) }
 
 // Start checks the schema and starts a producer per queue, the heartbeat
 // and the reaper. ctx bounds only the start-up checks.
@@ -267,76 +278,6 @@ func (c *Client) cancelLocal(ids ...int64) {
 	for _, id := range ids {
 		if r := c.running[id]; r != nil {
 			r.cancel(ErrJobLost)
-		}
-	}
-}
-
-// retryDB runs one whole unit of work, again with backoff and jitter while
-// it fails with a retryable error (deadlock, serialization, lock timeout,
-// busy). It is a safety net: lockstep's own statements are ordered so as
-// not to deadlock. A lost connection is not retried here: the unit may
-// have committed (see retryDBIdempotent).
-func (c *Client) retryDB(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	return c.retry(ctx, op, false, fn)
-}
-
-// retryDBIdempotent is retryDB for work that is harmless to repeat after it
-// committed: a finish fenced on its attempt, a heartbeat, a reap, a
-// cancel. It also rides out a lost or refused connection (a database
-// restart, a failover, a proxy dropping sessions), with backoff up to
-// maxConnBackoff, until ctx ends or, without a deadline, for
-// connRetryWindow.
-func (c *Client) retryDBIdempotent(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	return c.retry(ctx, op, true, fn)
-}
-
-const (
-	// lockRetries bounds retries of lock conflicts, which clear in
-	// milliseconds or point at a bug.
-	lockRetries = 6
-	// connRetryWindow bounds retries of connection errors when ctx has no
-	// deadline: long enough for a database restart, short enough that a
-	// caller learns of an outage.
-	connRetryWindow = 30 * time.Second
-	maxConnBackoff  = time.Second
-)
-
-func (c *Client) retry(ctx context.Context, op string, idempotent bool, fn func(ctx context.Context) error) error {
-	var giveUp time.Time
-	if _, ok := ctx.Deadline(); !ok {
-		giveUp = time.Now().Add(connRetryWindow)
-	}
-	for i := 1; ; i++ {
-		err := fn(ctx)
-		if err == nil {
-			return nil
-		}
-		kind := c.drv.ClassifyError(err)
-		var wait time.Duration
-		switch {
-		case kind.Retryable() && i < lockRetries:
-			wait = jitter(time.Duration(1<<min(i, 8))*10*time.Millisecond, 0.5)
-		case kind == rowtype.ErrorConnection && idempotent && ctx.Err() == nil &&
-			(giveUp.IsZero() || time.Now().Before(giveUp)):
-			wait = jitter(min(time.Duration(1<<min(i, 8))*10*time.Millisecond, maxConnBackoff), 0.5)
-		default:
-			return err
-		}
-		if c.cfg.OnRetry != nil {
-			c.cfg.OnRetry(op, err)
-		}
-		c.emit(dbRetryEvent(op, err))
-		// A restart produces a retry a second per waiting call: log the
-		// first and then every tenth, not each.
-		if kind != rowtype.ErrorConnection || i == 1 || i%10 == 0 {
-			c.logger.Warn("lockstep: retrying after database error", "op", op, "kind", kind.String(), "try", i, "wait", wait, "err", err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(err, ctx.Err())
-		case <-t.C:
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"time"
 	"unicode"
 )
@@ -114,25 +113,6 @@ type Config struct {
 	// metrics package hangs off it. It is called synchronously from the
 	// client's goroutines, so it must be quick and safe for concurrent use.
 	OnEvent func(Event)
-}
-
-// DefaultRetryBackoff is attempt⁴ seconds with ±10% jitter, capped at 24h.
-func DefaultRetryBackoff(attempt int) time.Duration {
-	secs := math.Pow(float64(max(attempt, 1)), 4)
-	d := time.Duration(secs * float64(time.Second))
-	if d > 24*time.Hour || d <= 0 {
-		d = 24 * time.Hour
-	}
-	return jitter(d, 0.1)
-}
-
-// jitter spreads d by ±frac so that retries of jobs that failed together
-// do not return together.
-func jitter(d time.Duration, frac float64) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }
 
 // withDefaults returns a validated copy of c with defaults filled in.

@@ -62,16 +62,6 @@ func (l *logRecorder) count(msg string) int {
 	return n
 }
 
-// eventually polls observable state until cond holds.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "timed out after %s waiting for %s", limit, what)
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // faultSetup migrates a fresh database, installs the status audit and the
 // ledger, and enqueues n ledger jobs through a direct connection (the
 // client under test goes through the proxy or the restarting server).

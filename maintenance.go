@@ -72,10 +72,14 @@ func (c *Client) reapLoop(ctx context.Context) {
 	})
 }
 
+// ReapResult is a reaped job and where it went (PENDING, or FAILED when it
+// had no attempts left).
+type ReapResult = rowtype.ReapResult
+
 // Reap returns RUNNING jobs whose heartbeat is older than Config.ReapAfter
 // to PENDING (FAILED when they have no attempt left), and reports them. It
 // is safe to run in every process at once.
-func (c *Client) Reap(ctx context.Context) ([]rowtype.ReapResult, error) {
+func (c *Client) Reap(ctx context.Context) ([]ReapResult, error) {
 	var out []rowtype.ReapResult
 	err := c.retryDBIdempotent(ctx, "reap", func(ctx context.Context) error {
 		var err error

@@ -9,6 +9,13 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
+// A queue's numbers: each count is a bounded index range, so stats never
+// cost a scan of a large table.
+type (
+	BoundedCount = rowtype.BoundedCount
+	QueueStats   = rowtype.QueueStats
+)
+
 // QueueSettings are a queue's shared settings, persisted in the database:
 // every process serving the queue follows them.
 type QueueSettings = rowtype.QueueSettings
@@ -177,4 +184,48 @@ func (c *Client) settingsLoop(ctx context.Context) {
 		}
 		failures = 0
 	}
+}
+
+// StatsParams bounds Stats.
+type StatsParams struct {
+	// CountLimit bounds each count (a status of a queue); a count that
+	// reaches it is reported Capped. Default 100,000.
+	CountLimit int
+	// Window is how far back the finished counts look. Default 1 minute.
+	Window time.Duration
+	// MaxQueues bounds how many queues are read. Default 1,000.
+	MaxQueues int
+}
+
+// Stats reads every queue's counts by status, its oldest available PENDING
+// job and its finished counts over the window.
+func (c *Client) Stats(ctx context.Context, p *StatsParams) ([]*QueueStats, error) {
+	if p == nil {
+		p = &StatsParams{}
+	}
+	queues, err := c.exec.QueueList(ctx, &rowtype.QueueListParams{Limit: p.MaxQueues})
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	out := make([]*QueueStats, 0, len(queues))
+	for _, q := range queues {
+		st, err := c.exec.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: q, CountLimit: p.CountLimit, Window: p.Window})
+		if err != nil {
+			return nil, fmt.Errorf("stats: %w", err)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// QueueStats reads one queue's numbers.
+func (c *Client) QueueStats(ctx context.Context, queue string, p *StatsParams) (*QueueStats, error) {
+	if p == nil {
+		p = &StatsParams{}
+	}
+	st, err := c.exec.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: queue, CountLimit: p.CountLimit, Window: p.Window})
+	if err != nil {
+		return nil, fmt.Errorf("queue stats: %w", err)
+	}
+	return st, nil
 }

@@ -12,6 +12,12 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
+// A run's counts are bounded like every other count of the read model.
+type (
+	RunListParams    = rowtype.RunListParams
+	BoundedRunCounts = rowtype.BoundedRunCounts
+)
+
 // RunCancelResult reports a cancelled run and the jobs it cancelled.
 type RunCancelResult = rowtype.RunCancelResult
 
@@ -103,35 +109,6 @@ func (c *Client) CancelRun(ctx context.Context, runID int64) (*RunCancelResult, 
 	return res, nil
 }
 
-// CancelJob cancels one PENDING or RUNNING job; false if it was in neither
-// state.
-func (c *Client) CancelJob(ctx context.Context, id int64) (bool, error) {
-	var ok bool
-	err := c.retryDBIdempotent(ctx, "cancel job", func(ctx context.Context) error {
-		var err error
-		ok, err = c.exec.JobCancel(ctx, id)
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("cancel job: %w", err)
-	}
-	if ok {
-		c.cancelLocal(id)
-		c.emit(Event{Kind: EventCancelled, Count: 1})
-	}
-	return ok, nil
-}
-
-// Job reads one job.
-func (c *Client) Job(ctx context.Context, id int64) (*JobRow, error) {
-	return c.exec.JobGet(ctx, id)
-}
-
-// Jobs lists jobs by ascending id.
-func (c *Client) Jobs(ctx context.Context, p rowtype.JobListParams) ([]*JobRow, error) {
-	return c.exec.JobList(ctx, &p)
-}
-
 // Run reads one run and counts its jobs by status.
 func (c *Client) Run(ctx context.Context, id int64) (*Run, RunCounts, error) {
 	run, err := c.exec.RunGet(ctx, id)
@@ -143,4 +120,41 @@ func (c *Client) Run(ctx context.Context, id int64) (*Run, RunCounts, error) {
 		return nil, nil, err
 	}
 	return run, counts, nil
+}
+
+// RunSummary is a run with its (bounded) job counts.
+type RunSummary struct {
+	*Run
+	Counts BoundedRunCounts
+}
+
+// Runs lists runs newest first, each with its job counts (bounded by
+// countLimit per run; 0 means 100,000).
+func (c *Client) Runs(ctx context.Context, p RunListParams, countLimit int) ([]*RunSummary, error) {
+	runs, err := c.exec.RunList(ctx, &p)
+	if err != nil {
+		return nil, err // the executor's error already says "list runs"
+	}
+	out := make([]*RunSummary, 0, len(runs))
+	for _, r := range runs {
+		counts, err := c.exec.RunCountsBounded(ctx, &rowtype.RunCountsBoundedParams{RunID: r.ID, Limit: countLimit})
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, &RunSummary{Run: r, Counts: *counts})
+	}
+	return out, nil
+}
+
+// RunSummary reads one run with its bounded job counts.
+func (c *Client) RunSummary(ctx context.Context, id int64, countLimit int) (*RunSummary, error) {
+	run, err := c.exec.RunGet(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("get run: %w", err)
+	}
+	counts, err := c.exec.RunCountsBounded(ctx, &rowtype.RunCountsBoundedParams{RunID: id, Limit: countLimit})
+	if err != nil {
+		return nil, fmt.Errorf("get run: %w", err)
+	}
+	return &RunSummary{Run: run, Counts: *counts}, nil
 }

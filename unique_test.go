@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -26,26 +25,6 @@ type uniqArgs struct {
 }
 
 func (uniqArgs) Kind() string { return "uniq" }
-
-func quietClient(t *testing.T, drv driver.Driver, cfg lockstep.Config) *lockstep.Client {
-	t.Helper()
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	c, err := lockstep.NewClient(drv, cfg)
-	require.NoError(t, err)
-	return c
-}
-
-// countJobs counts the jobs whose column (kind, status) has value.
-func countJobs(t *testing.T, drv driver.Driver, column, value string) int {
-	t.Helper()
-	q := "SELECT COUNT(*) FROM lockstep_jobs WHERE " + column + " = ?"
-	if drv.Dialect() == "postgres" {
-		q = "SELECT COUNT(*) FROM lockstep_jobs WHERE " + column + " = $1"
-	}
-	var n int
-	require.NoError(t, drv.DB().QueryRow(q, value).Scan(&n))
-	return n
-}
 
 // TestUniqueJobs: on each database, a unique enqueue inserts once and then
 // returns the holder as a duplicate — by args (whatever their JSON

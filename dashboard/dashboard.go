@@ -116,7 +116,7 @@ type Server struct {
 	outage outage
 }
 
-// Dialects as driver.Driver.Dialect reports them.
+// Dialects as lockstep.Client.Dialect reports them.
 const (
 	dialectMySQL    = "mysql"
 	dialectPostgres = "postgres"
@@ -128,12 +128,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("dashboard: Config.Client is required")
 	}
-	drv := cfg.Client.Driver()
 	if cfg.DB == nil {
-		cfg.DB = drv.DB()
+		cfg.DB = cfg.Client.DB()
 	}
 	if cfg.Dialect == "" {
-		cfg.Dialect = drv.Dialect()
+		cfg.Dialect = cfg.Client.Dialect()
 	}
 	switch cfg.Dialect {
 	case dialectMySQL, dialectPostgres, dialectSQLite:

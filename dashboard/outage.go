@@ -62,7 +62,7 @@ func (s *Server) unavailable(err error) bool {
 		return true
 	}
 	// The lock monitor's queries are not classified by the client.
-	return s.client.Driver().ClassifyError(err) == lockstep.ErrorConnection
+	return s.client.ClassifyError(err) == lockstep.ErrorConnection
 }
 
 // dbDown records that a request or the sampler found the database
@@ -135,7 +135,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := s.client.Driver().DB().PingContext(ctx); err != nil {
+	if err := s.client.DB().PingContext(ctx); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Drivers do not always say so (pgx reports a failed ping as
 			// driver.ErrBadConn, whatever the cause).

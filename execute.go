@@ -1,0 +1,263 @@
+package lockstep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
+)
+
+// execute runs one claimed job with no transaction open and writes its
+// result in a short transaction of its own.
+func (c *Client) execute(workCtx context.Context, job *JobRow) {
+	ctx, cancel := context.WithCancelCause(workCtx)
+	defer cancel(nil)
+	out := &jobOutput{limit: c.cfg.MaxArgsBytes}
+	ctx = context.WithValue(ctx, outputKey{}, out)
+	c.track(job, cancel)
+	c.emit(Event{Kind: EventJobStarted, Queue: job.Queue, JobKind: job.Kind, Wait: max(job.StartedAt.Sub(job.AvailableAt), 0)})
+	start := time.Now()
+	err, nextRetry := c.runWorker(ctx, job)
+	// Untracked before the finish, so a heartbeat racing the finish cannot
+	// take the job's own DONE for a cancellation.
+	c.untrack(job.ID)
+	c.finish(job, err, nextRetry, time.Since(start), context.Cause(ctx), out.bytes())
+}
+
+// runWorker decodes the args and calls the worker, turning panics into
+// errors. nextRetry is the worker's own retry delay, if it has one.
+func (c *Client) runWorker(ctx context.Context, job *JobRow) (err error, nextRetry func() (time.Duration, bool)) {
+	var entry *workerEntry
+	if c.cfg.Workers != nil {
+		entry = c.cfg.Workers.byKind[job.Kind]
+	}
+	if entry == nil {
+		return fmt.Errorf("%w %q in this process", ErrUnknownKind, job.Kind), nil
+	}
+	run, timeoutOf, next, err := entry.prepare(job)
+	if err != nil {
+		return Permanent(err), nil
+	}
+	timeout := c.cfg.JobTimeout
+	if t, ok := timeoutOf(); ok {
+		timeout = t
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("job timed out after %s", timeout))
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: string(debug.Stack())}
+		}
+	}()
+	err = run(ctx)
+	if err == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrJobLost) {
+		// The worker ignored its context; the fenced finish discards it.
+		return nil, next
+	}
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
+	}
+	return err, next
+}
+
+// finish writes the result, fenced on the claimed attempt, retrying
+// database errors; it is not bound to the client's stop, so a stopping
+// client still records what its jobs did.
+func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration, bool), took time.Duration, cause error, output []byte) {
+	p := &driver.JobFinishParams{ID: job.ID, Attempt: job.Attempts}
+	var snooze *SnoozeError
+	var perm *PermanentError
+	switch {
+	case werr == nil:
+		p.Status, p.Output = rowtype.StatusDone, output
+	case errors.As(werr, &snooze):
+		p.Status, p.Snooze, p.RetryAfter = rowtype.StatusPending, true, snooze.Duration
+	case errors.As(werr, &perm) || job.Attempts >= job.MaxAttempts:
+		p.Status, p.Error = rowtype.StatusFailed, werr.Error()
+	default:
+		p.Status, p.Error = rowtype.StatusPending, werr.Error()
+		// Attempts counts claims, snoozes included; the backoff grows with
+		// failures only: those in the history plus this one.
+		p.RetryAfter = c.cfg.RetryBackoff(len(job.Errors) + 1)
+		if nextRetry != nil {
+			if d, ok := nextRetry(); ok {
+				p.RetryAfter = max(d, 0)
+			}
+		}
+	}
+	began := time.Now()
+	if p.Status == rowtype.StatusDone && p.Output == nil && c.completer != nil {
+		// DONE goes with the others finishing now, in one transaction,
+		// written after this returns: the job's slot is free at once, as
+		// the work is done, and the batch's commit no longer holds it.
+		// The completer reports once the DONE is committed (or failed);
+		// Stop writes every queued DONE before it returns, and a process
+		// that dies first leaves the job RUNNING for the reaper.
+		c.completer.enqueue(driver.JobRef{ID: p.ID, Attempt: p.Attempt}, func(wrote bool, err error) {
+			c.finished(job, p, werr, took, cause, began, wrote, err)
+		})
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.FinishTimeout)
+	defer cancel()
+	var wrote bool
+	lost := false // a try's connection broke: it may have committed
+	err := c.retryDBIdempotent(ctx, "finish", func(ctx context.Context) error {
+		var err error
+		wrote, err = c.exec.JobFinish(ctx, p)
+		lost = lost || c.drv.ClassifyError(err) == rowtype.ErrorConnection
+		return err
+	})
+	if err == nil && !wrote && lost && p.Status != rowtype.StatusPending {
+		wrote = c.confirmFinal(ctx, driver.JobRef{ID: p.ID, Attempt: p.Attempt}, p.Status)
+	}
+	c.finished(job, p, werr, took, cause, began, wrote, err)
+}
+
+// finished reports a written (or failed, or discarded) result: the event
+// and the log line.
+func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, took time.Duration, cause error, began time.Time, wrote bool, err error) {
+	if err == nil {
+		c.emit(Event{
+			Kind: EventJobFinished, Queue: job.Queue, JobKind: job.Kind, Status: p.Status,
+			Took: time.Since(began), Ran: took, Snoozed: p.Snooze,
+			Retry: p.Status == rowtype.StatusPending && !p.Snooze, Discarded: !wrote,
+		})
+	}
+	if err == nil && wrote && p.Status == rowtype.StatusDone && !c.logger.Enabled(context.Background(), slog.LevelDebug) {
+		// The common case logs nothing: skip building the logger.
+		return
+	}
+	log := c.logger.With("job", job.ID, "kind", job.Kind, "attempt", job.Attempts, "took", took)
+	switch {
+	case err != nil:
+		// The job stays RUNNING; the reaper returns it once its heartbeat
+		// is stale, so it is retried, not lost.
+		log.Error("lockstep: finish failed; the reaper will return the job", "err", err)
+	case !wrote:
+		log.Warn("lockstep: result discarded: the job was cancelled or reclaimed meanwhile", "result", p.Status, "cause", cause)
+	case p.Status == rowtype.StatusDone:
+		log.Debug("lockstep: job done")
+	case p.Snooze:
+		log.Info("lockstep: job snoozed", "for", p.RetryAfter)
+	case p.Status == rowtype.StatusFailed:
+		log.Warn("lockstep: job failed", "err", werr)
+	default:
+		log.Info("lockstep: job will be retried", "in", p.RetryAfter, "err", werr)
+	}
+}
+
+// maxCompleteBatch bounds one batched DONE: one transaction, rows locked by
+// primary key in ascending id order.
+const maxCompleteBatch = 500
+
+// completer writes DONE results in batches, as a database does group
+// commit: while one batch is being written the results that arrive wait,
+// and all of them go together in the next. A job hands its DONE over and
+// frees its slot; the completer tells it (its event, its log line) once the
+// batch is committed. An idle client writes each DONE
+// at once; a busy one writes one short transaction per batch instead of one
+// per job. Only DONE is batched: failures, retries and snoozes carry
+// per-job values and stay single statements.
+type completer struct {
+	c    *Client
+	in   chan *completion
+	done chan struct{}
+}
+
+// completion is one DONE waiting to be written, and who to tell.
+type completion struct {
+	ref  driver.JobRef
+	done func(wrote bool, err error)
+}
+
+func newCompleter(c *Client) *completer {
+	return &completer{c: c, in: make(chan *completion, maxCompleteBatch), done: make(chan struct{})}
+}
+
+// run writes batches until stop closes in, and every queued DONE is written.
+func (p *completer) run() {
+	defer close(p.done)
+	batch := make([]*completion, 0, maxCompleteBatch)
+	for first := range p.in {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < maxCompleteBatch {
+			select {
+			case more, ok := <-p.in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, more)
+			default:
+				break fill
+			}
+		}
+		p.write(batch)
+	}
+}
+
+// write writes one batch, retrying database errors as every unit of work
+// is retried, and tells each job its outcome.
+func (p *completer) write(batch []*completion) {
+	refs := make([]driver.JobRef, len(batch))
+	for i, b := range batch {
+		refs[i] = b.ref
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.c.cfg.FinishTimeout)
+	defer cancel()
+	var written []driver.JobRef
+	lost := false // a try's connection broke: it may have committed
+	err := p.c.retryDBIdempotent(ctx, "complete", func(ctx context.Context) error {
+		var err error
+		written, err = p.c.exec.JobCompleteMany(ctx, refs)
+		lost = lost || p.c.drv.ClassifyError(err) == rowtype.ErrorConnection
+		return err
+	})
+	ok := make(map[driver.JobRef]bool, len(written))
+	for _, w := range written {
+		ok[w] = true
+	}
+	for _, b := range batch {
+		wrote := err == nil && (ok[b.ref] || lost && p.c.confirmFinal(ctx, b.ref, rowtype.StatusDone))
+		b.done(wrote, err)
+	}
+}
+
+// enqueue queues one DONE; done is called once its batch is written. It
+// blocks only while a full batch is already waiting, which holds back
+// claims when the database falls behind.
+func (p *completer) enqueue(ref driver.JobRef, done func(wrote bool, err error)) {
+	// The client stops the completer only after its last job has
+	// finished, so in is open here.
+	p.in <- &completion{ref: ref, done: done}
+}
+
+// stop lets the queued DONEs be written and waits for the writer, up to
+// the finish timeout.
+func (p *completer) stop() {
+	close(p.in)
+	select {
+	case <-p.done:
+	case <-time.After(p.c.cfg.FinishTimeout):
+	}
+}
+
+// confirmFinal reports whether the job is in the final status at the
+// attempt ref names. After a try whose connection broke, the fenced retry
+// refuses a result the lost try had already committed; reading the row
+// tells that apart from a job cancelled or reaped meanwhile. Only final
+// statuses are told apart this way: a reap also leaves a job PENDING at
+// the same attempt, as a retry does.
+func (c *Client) confirmFinal(ctx context.Context, ref driver.JobRef, status rowtype.JobStatus) bool {
+	j, err := c.exec.JobGet(ctx, ref.ID)
+	return err == nil && j.Status == status && j.Attempts == ref.Attempt
+}
