@@ -2,9 +2,12 @@ package lockstep_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +128,130 @@ func countJobs(t *testing.T, drv driver.Driver, column, value string) int {
 	var n int
 	require.NoError(t, drv.DB().QueryRow(q, value).Scan(&n))
 	return n
+}
+
+// rebind turns ? placeholders into $n for PostgreSQL; test-only SQL.
+func rebind(drv driver.Driver, q string) string {
+	if drv.Dialect() != "postgres" {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func countWhere(t *testing.T, drv driver.Driver, where string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, drv.DB().QueryRow(rebind(drv, "SELECT COUNT(*) FROM lockstep_jobs WHERE "+where), args...).Scan(&n))
+	return n
+}
+
+// ledger is the per-job execution record the multi-client test's worker
+// writes, each row in its own transaction.
+func createLedger(t *testing.T, drv driver.Driver) {
+	t.Helper()
+	_, err := drv.DB().Exec("CREATE TABLE test_ledger (job_id BIGINT NOT NULL, attempt INT NOT NULL, worker VARCHAR(64) NOT NULL)")
+	require.NoError(t, err)
+}
+
+func insertLedger(ctx context.Context, drv driver.Driver, jobID int64, attempt int, worker string) error {
+	_, err := drv.DB().ExecContext(ctx, rebind(drv, "INSERT INTO test_ledger (job_id, attempt, worker) VALUES (?, ?, ?)"), jobID, attempt, worker)
+	return err
+}
+
+// Factory creates a fresh, empty database and returns an Opener for it:
+// the client's end-to-end scenarios run on every driver through one.
+type Factory func(t *testing.T) Opener
+
+// Opener opens a driver on the factory's database, closed by t.Cleanup.
+// Each call opens another pool on the same database, as another process
+// would.
+type Opener func(t *testing.T) driver.Driver
+
+// clientFactories are the drivers the end-to-end scenarios run on: each
+// database, and PostgreSQL both through its pool and through a *sql.DB.
+func clientFactories() []struct {
+	name string
+	new  Factory
+} {
+	opener := func(open func() (driver.Driver, error)) Opener {
+		return func(t *testing.T) driver.Driver {
+			d, err := open()
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = d.Close() })
+			return d
+		}
+	}
+	return []struct {
+		name string
+		new  Factory
+	}{
+		{"sqlite", func(t *testing.T) Opener {
+			path := filepath.Join(t.TempDir(), "lockstep.db")
+			return opener(func() (driver.Driver, error) { return sqlite.Open(context.Background(), path) })
+		}},
+		{"mariadb", func(t *testing.T) Opener {
+			dsn := testdb.MySQL(t)
+			return opener(func() (driver.Driver, error) { return mysql.Open(context.Background(), dsn) })
+		}},
+		{"postgres-pool", func(t *testing.T) Opener {
+			dsn := testdb.Postgres(t)
+			return opener(func() (driver.Driver, error) { return postgres.Open(context.Background(), dsn) })
+		}},
+		{"postgres-sqldb", func(t *testing.T) Opener {
+			dsn := testdb.Postgres(t)
+			return func(t *testing.T) driver.Driver {
+				db, err := sql.Open("pgx", dsn)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = db.Close() })
+				d, err := postgres.NewDB(context.Background(), db)
+				require.NoError(t, err)
+				return d
+			}
+		}},
+	}
+}
+
+// forEachClientFactory runs fn on every driver of clientFactories.
+func forEachClientFactory(t *testing.T, fn func(t *testing.T, newDriver Factory)) {
+	for _, f := range clientFactories() {
+		t.Run(f.name, func(t *testing.T) { fn(t, f.new) })
+	}
+}
+
+// setup returns a driver on a fresh, migrated database.
+func setup(t *testing.T, newDriver Factory) driver.Driver {
+	t.Helper()
+	drv, _ := setupOpener(t, newDriver)
+	return drv
+}
+
+func setupOpener(t *testing.T, newDriver Factory) (driver.Driver, Opener) {
+	t.Helper()
+	open := newDriver(t)
+	drv := open(t)
+	m, err := migrate.New(drv)
+	require.NoError(t, err)
+	_, err = m.Up(context.Background())
+	require.NoError(t, err)
+	return drv, open
+}
+
+// claimOneFrom claims exactly one job of queue through the driver itself,
+// as a process without a client would.
+func claimOneFrom(t *testing.T, ex driver.Executor, queue string) *lockstep.JobRow {
+	t.Helper()
+	got, err := ex.JobClaim(context.Background(), &driver.JobClaimParams{Queue: queue, Max: 1})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	return got[0]
 }

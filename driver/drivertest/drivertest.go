@@ -1,18 +1,17 @@
 // Package drivertest is the conformance suite every lockstep driver must
 // pass. It runs against a real database: each call of the factory returns a
-// driver on a fresh, empty database.
+// driver on a fresh, empty database. It tests the driver seam only — the
+// executor's statements, the trace, migrations — and imports nothing above
+// driver/; the client's end-to-end scenarios are the root package's tests.
 package drivertest
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
@@ -34,9 +33,6 @@ func Run(t *testing.T, newDriver Factory) {
 	t.Run("CompleteMany", func(t *testing.T) { testCompleteMany(t, newDriver) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, newDriver) })
 	t.Run("Features", func(t *testing.T) { testFeatures(t, newDriver) })
-	t.Run("Client", func(t *testing.T) { testClient(t, newDriver) })
-	t.Run("ThreeClients", func(t *testing.T) { testThreeClients(t, newDriver) })
-	t.Run("Notify", func(t *testing.T) { testNotify(t, newDriver) })
 }
 
 // setup returns a driver on a fresh, migrated database.
@@ -57,43 +53,6 @@ func setupOpener(t *testing.T, newDriver Factory) (driver.Driver, Opener) {
 	return drv, open
 }
 
-// waitFor polls observable state until cond holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// rebind turns ? placeholders into $n for PostgreSQL; test-only SQL.
-func rebind(drv driver.Driver, q string) string {
-	if drv.Dialect() != "postgres" {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func countWhere(t *testing.T, drv driver.Driver, where string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, drv.DB().QueryRow(rebind(drv, "SELECT COUNT(*) FROM lockstep_jobs WHERE "+where), args...).Scan(&n))
-	return n
-}
-
 func testMigrate(t *testing.T, newDriver Factory) {
 	ctx := context.Background()
 	drv := newDriver(t)(t)
@@ -112,33 +71,15 @@ func testMigrate(t *testing.T, newDriver Factory) {
 	require.NoError(t, err)
 	require.Empty(t, again, "a second up applies nothing")
 
-	// A client refuses to start on a schema that is not the one it expects.
+	// One down and up again: the latest migration undoes and redoes.
 	down, err := m.Down(ctx, 1)
 	require.NoError(t, err)
 	require.Len(t, down, 1)
-	ws := lockstep.NewWorkers()
-	lockstep.AddWorker(ws, lockstep.WorkFunc(func(context.Context, *lockstep.Job[noopArgs]) error { return nil }))
-	c, err := lockstep.NewClient(drv, lockstep.Config{Workers: ws})
+	v, err = m.Version(ctx)
 	require.NoError(t, err)
-	err = c.Start(ctx)
-	require.ErrorContains(t, err, "migrate up")
+	require.Equal(t, m.Latest()-1, v)
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
-	require.NoError(t, c.Start(ctx))
-	require.NoError(t, c.Stop(ctx))
-}
-
-// ledger is the per-job execution record the multi-client test's worker
-// writes, each row in its own transaction.
-func createLedger(t *testing.T, drv driver.Driver) {
-	t.Helper()
-	_, err := drv.DB().Exec("CREATE TABLE test_ledger (job_id BIGINT NOT NULL, attempt INT NOT NULL, worker VARCHAR(64) NOT NULL)")
-	require.NoError(t, err)
-}
-
-func insertLedger(ctx context.Context, drv driver.Driver, jobID int64, attempt int, worker string) error {
-	_, err := drv.DB().ExecContext(ctx, rebind(drv, "INSERT INTO test_ledger (job_id, attempt, worker) VALUES (?, ?, ?)"), jobID, attempt, worker)
-	return err
 }
 
 // Migrate applies every migration to drv, for drivers' own tests.
@@ -150,32 +91,20 @@ func Migrate(t *testing.T, drv driver.Driver) {
 	require.NoError(t, err)
 }
 
-type fillArgs struct{ I int }
-
-func (fillArgs) Kind() string { return "fill" }
-
-// FillPending enqueues PENDING jobs on the default queue until the
-// database holds total of them (counting from already), in batches.
+// FillPending inserts PENDING jobs of kind "fill" on the default queue,
+// through the executor, until the database holds total of them (counting
+// from already), in batches.
 func FillPending(t *testing.T, drv driver.Driver, already, total int) {
 	t.Helper()
-	c, err := lockstep.NewClient(drv, lockstep.Config{})
-	require.NoError(t, err)
-	batch := make([]lockstep.InsertManyParams, 0, 5000)
+	batch := make([]driver.JobInsertParams, 0, 5000)
 	for i := already; i < total; i++ {
-		batch = append(batch, lockstep.InsertManyParams{Args: fillArgs{I: i}})
+		batch = append(batch, driver.JobInsertParams{
+			Queue: "default", Kind: "fill", Args: []byte(fmt.Sprintf(`{"I":%d}`, i)), MaxAttempts: 25,
+		})
 		if len(batch) == cap(batch) || i == total-1 {
-			_, err := c.InsertMany(context.Background(), batch)
+			_, err := drv.Executor().JobInsertMany(context.Background(), batch)
 			require.NoError(t, err)
 			batch = batch[:0]
 		}
 	}
-}
-
-// insertedIDs are the ids of inserted jobs, in input order.
-func insertedIDs(res []lockstep.InsertResult) []int64 {
-	ids := make([]int64, len(res))
-	for i, r := range res {
-		ids[i] = r.ID
-	}
-	return ids
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
+	"github.com/lockstep-queue/lockstep/internal/clienttest"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
@@ -54,7 +55,7 @@ func listenerPIDs(t *testing.T, d *postgres.Driver) []int64 {
 func TestListenerReconnects(t *testing.T) {
 	ctx := context.Background()
 	wdrv, edrv := openTwo(t)
-	w := drivertest.StartWakeWorker(t, wdrv, false)
+	w := clienttest.StartWakeWorker(t, wdrv, false)
 	mark := w.Log.WaitClaimAfter(t, 0)
 
 	pids := listenerPIDs(t, edrv)
@@ -78,11 +79,11 @@ func TestListenerReconnects(t *testing.T) {
 	enq, err := lockstep.NewClient(edrv, lockstep.Config{})
 	require.NoError(t, err)
 	began := time.Now()
-	idRes, err := enq.Insert(ctx, drivertest.WakeArgs{N: 1}, nil)
+	idRes, err := enq.Insert(ctx, clienttest.WakeArgs{N: 1}, nil)
 	require.NoError(t, err)
 	id := idRes.ID
 	took := w.WaitStarted(t, id, began)
-	t.Logf("after the reconnect a job enqueued elsewhere started in %s (poll interval %s)", took.Round(time.Microsecond), drivertest.NotifyPollInterval)
+	t.Logf("after the reconnect a job enqueued elsewhere started in %s (poll interval %s)", took.Round(time.Microsecond), clienttest.NotifyPollInterval)
 }
 
 // TestWithoutNotify: an enqueuer whose driver sends no wake-ups leaves the
@@ -91,13 +92,13 @@ func TestListenerReconnects(t *testing.T) {
 func TestWithoutNotify(t *testing.T) {
 	ctx := context.Background()
 	wdrv, edrv := openTwo(t)
-	w := drivertest.StartWakeWorker(t, wdrv, false)
+	w := clienttest.StartWakeWorker(t, wdrv, false)
 	w.Log.WaitClaimAfter(t, 0)
 	require.Len(t, listenerPIDs(t, edrv), 1)
 
 	enq, err := lockstep.NewClient(edrv.WithoutNotify(), lockstep.Config{})
 	require.NoError(t, err)
-	idRes, err := enq.Insert(ctx, drivertest.WakeArgs{N: 1}, nil)
+	idRes, err := enq.Insert(ctx, clienttest.WakeArgs{N: 1}, nil)
 	require.NoError(t, err)
 	id := idRes.ID
 	time.Sleep(500 * time.Millisecond)
@@ -107,7 +108,7 @@ func TestWithoutNotify(t *testing.T) {
 	enq, err = lockstep.NewClient(edrv, lockstep.Config{})
 	require.NoError(t, err)
 	began := time.Now()
-	id2Res, err := enq.Insert(ctx, drivertest.WakeArgs{N: 2}, nil)
+	id2Res, err := enq.Insert(ctx, clienttest.WakeArgs{N: 2}, nil)
 	require.NoError(t, err)
 	id2 := id2Res.ID
 	w.WaitStarted(t, id2, began)
@@ -130,15 +131,15 @@ func TestNotifyCooldown(t *testing.T) {
 	enq, err := lockstep.NewClient(slow, lockstep.Config{})
 	require.NoError(t, err)
 	_, err = enq.InsertMany(ctx, []lockstep.InsertManyParams{
-		{Args: drivertest.WakeArgs{N: 1}, Opts: &lockstep.InsertOpts{Queue: "a"}},
-		{Args: drivertest.WakeArgs{N: 2}, Opts: &lockstep.InsertOpts{Queue: "b"}},
-		{Args: drivertest.WakeArgs{N: 3}, Opts: &lockstep.InsertOpts{Queue: "a"}},
-		{Args: drivertest.WakeArgs{N: 4}, Opts: &lockstep.InsertOpts{Queue: "later", Delay: time.Hour}},
+		{Args: clienttest.WakeArgs{N: 1}, Opts: &lockstep.InsertOpts{Queue: "a"}},
+		{Args: clienttest.WakeArgs{N: 2}, Opts: &lockstep.InsertOpts{Queue: "b"}},
+		{Args: clienttest.WakeArgs{N: 3}, Opts: &lockstep.InsertOpts{Queue: "a"}},
+		{Args: clienttest.WakeArgs{N: 4}, Opts: &lockstep.InsertOpts{Queue: "later", Delay: time.Hour}},
 	})
 	require.NoError(t, err)
-	_, err = enq.Insert(ctx, drivertest.WakeArgs{N: 5}, &lockstep.InsertOpts{Queue: "a"}) // within the cooldown
+	_, err = enq.Insert(ctx, clienttest.WakeArgs{N: 5}, &lockstep.InsertOpts{Queue: "a"}) // within the cooldown
 	require.NoError(t, err)
-	_, err = enq.Insert(ctx, drivertest.WakeArgs{N: 6}, &lockstep.InsertOpts{Queue: "c"})
+	_, err = enq.Insert(ctx, clienttest.WakeArgs{N: 6}, &lockstep.InsertOpts{Queue: "c"})
 	require.NoError(t, err)
 
 	var got []string

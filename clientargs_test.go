@@ -1,4 +1,4 @@
-package drivertest
+package lockstep_test
 
 // Job kinds the suite's workers run.
 

@@ -1,12 +1,11 @@
-package drivertest
+package lockstep_test
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,47 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/internal/clienttest"
+	"github.com/lockstep-queue/lockstep/migrate"
 )
-
-// fastConfig keeps the suite quick: short polls and heartbeats.
-func fastConfig(ws *lockstep.Workers) lockstep.Config {
-	return lockstep.Config{
-		Workers:           ws,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Queues:            map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: 4}},
-		PollInterval:      50 * time.Millisecond,
-		MinPollInterval:   5 * time.Millisecond,
-		HeartbeatInterval: 50 * time.Millisecond,
-		ReapAfter:         time.Hour,
-		RetryBackoff:      func(int) time.Duration { return 0 },
-	}
-}
-
-func startClient(t *testing.T, drv driver.Driver, cfg lockstep.Config) *lockstep.Client {
-	t.Helper()
-	c, err := lockstep.NewClient(drv, cfg)
-	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = c.StopAndCancel(ctx)
-	})
-	return c
-}
-
-func waitStatus(t *testing.T, c *lockstep.Client, id int64, want lockstep.JobStatus) *lockstep.JobRow {
-	t.Helper()
-	var j *lockstep.JobRow
-	waitFor(t, 20*time.Second, "job to reach "+string(want), func() bool {
-		var err error
-		j, err = c.Job(context.Background(), id)
-		require.NoError(t, err)
-		return j.Status == want
-	})
-	return j
-}
 
 type blockWorker struct {
 	started chan int64
@@ -103,12 +64,12 @@ func testClient(t *testing.T, newDriver Factory) {
 		lockstep.AddWorker(ws, lockstep.WorkFunc(func(context.Context, *lockstep.Job[panicArgs]) error {
 			panic("worker exploded")
 		}))
-		c := startClient(t, drv, fastConfig(ws))
+		c := clienttest.StartClient(t, drv, clienttest.FastConfig(ws))
 
 		flakyRes, err := c.Insert(ctx, flakyArgs{FailTimes: 2}, nil)
 		require.NoError(t, err)
 		flaky := flakyRes.ID
-		j := waitStatus(t, c, flaky, lockstep.StatusDone)
+		j := clienttest.WaitStatus(t, c, flaky, lockstep.StatusDone)
 		require.Equal(t, 3, j.Attempts, "two failures, then success")
 		require.Len(t, j.Errors, 2)
 		require.Equal(t, []int{1, 2}, []int{j.Errors[0].Attempt, j.Errors[1].Attempt})
@@ -117,7 +78,7 @@ func testClient(t *testing.T, newDriver Factory) {
 		failRes, err := c.Insert(ctx, alwaysFailArgs{}, &lockstep.InsertOpts{MaxAttempts: 3})
 		require.NoError(t, err)
 		fail := failRes.ID
-		j = waitStatus(t, c, fail, lockstep.StatusFailed)
+		j = clienttest.WaitStatus(t, c, fail, lockstep.StatusFailed)
 		require.Equal(t, 3, j.Attempts)
 		require.Len(t, j.Errors, 3, "every failed attempt is in the history")
 		require.Equal(t, "always fails", j.LastError)
@@ -126,7 +87,7 @@ func testClient(t *testing.T, newDriver Factory) {
 		snRes, err := c.Insert(ctx, snoozeArgs{}, &lockstep.InsertOpts{MaxAttempts: 1})
 		require.NoError(t, err)
 		sn := snRes.ID
-		j = waitStatus(t, c, sn, lockstep.StatusDone)
+		j = clienttest.WaitStatus(t, c, sn, lockstep.StatusDone)
 		require.Equal(t, 2, j.Attempts, "claimed twice")
 		require.Equal(t, 2, j.MaxAttempts, "the snooze gave its attempt back")
 		require.Empty(t, j.Errors)
@@ -134,19 +95,19 @@ func testClient(t *testing.T, newDriver Factory) {
 		toRes, err := c.Insert(ctx, timeoutArgs{}, &lockstep.InsertOpts{MaxAttempts: 1})
 		require.NoError(t, err)
 		to := toRes.ID
-		j = waitStatus(t, c, to, lockstep.StatusFailed)
+		j = clienttest.WaitStatus(t, c, to, lockstep.StatusFailed)
 		require.Contains(t, j.LastError, "timed out after 20ms")
 
 		pnRes, err := c.Insert(ctx, panicArgs{}, &lockstep.InsertOpts{MaxAttempts: 1})
 		require.NoError(t, err)
 		pn := pnRes.ID
-		j = waitStatus(t, c, pn, lockstep.StatusFailed)
+		j = clienttest.WaitStatus(t, c, pn, lockstep.StatusFailed)
 		require.Contains(t, j.LastError, "panic: worker exploded")
 
 		unkRes, err := c.Insert(ctx, unknownArgs{}, &lockstep.InsertOpts{MaxAttempts: 5})
 		require.NoError(t, err)
 		unk := unkRes.ID
-		j = waitStatus(t, c, unk, lockstep.StatusFailed)
+		j = clienttest.WaitStatus(t, c, unk, lockstep.StatusFailed)
 		// Retried, not failed at once: during a rolling deploy another
 		// process may have the worker. Failed when the attempts run out.
 		require.Equal(t, 5, j.Attempts, "an unknown kind is retried like any error")
@@ -156,7 +117,7 @@ func testClient(t *testing.T, newDriver Factory) {
 		badRes, err := c.Insert(ctx, lockstep.RawArgs{KindName: "flaky", JSON: json.RawMessage(`{"FailTimes":"many"}`)}, &lockstep.InsertOpts{MaxAttempts: 5})
 		require.NoError(t, err)
 		bad := badRes.ID
-		j = waitStatus(t, c, bad, lockstep.StatusFailed)
+		j = clienttest.WaitStatus(t, c, bad, lockstep.StatusFailed)
 		require.Equal(t, 1, j.Attempts, "undecodable args fail at once")
 		require.Contains(t, j.LastError, "decode args of kind \"flaky\"")
 	})
@@ -200,10 +161,10 @@ func testClient(t *testing.T, newDriver Factory) {
 		dead := claimOneFrom(t, drv.Executor(), lockstep.DefaultQueue)
 		require.Equal(t, id, dead.ID)
 
-		cfg := fastConfig(ws)
+		cfg := clienttest.FastConfig(ws)
 		cfg.ReapAfter, cfg.ReapInterval = 300*time.Millisecond, 50*time.Millisecond
-		c := startClient(t, drv, cfg)
-		j := waitStatus(t, c, id, lockstep.StatusDone)
+		c := clienttest.StartClient(t, drv, cfg)
+		j := clienttest.WaitStatus(t, c, id, lockstep.StatusDone)
 		require.Equal(t, 2, j.Attempts, "the reaped attempt counts")
 		require.Len(t, j.Errors, 1)
 		require.Equal(t, 1, j.Errors[0].Attempt)
@@ -215,16 +176,16 @@ func testClient(t *testing.T, newDriver Factory) {
 		ws := lockstep.NewWorkers()
 		bw := &blockWorker{started: make(chan int64, 10), causes: make(chan error, 10)}
 		lockstep.AddWorker(ws, bw)
-		cfg := fastConfig(ws)
+		cfg := clienttest.FastConfig(ws)
 		cfg.Queues = map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: 1}}
-		worker := startClient(t, drv, cfg)
+		worker := clienttest.StartClient(t, drv, cfg)
 		// Another process cancels: this one learns it at its next heartbeat.
 		other, err := lockstep.NewClient(drv, lockstep.Config{})
 		require.NoError(t, err)
 
 		params := make([]lockstep.InsertManyParams, 4)
 		for i := range params {
-			params[i] = lockstep.InsertManyParams{Args: blockArgs{Tag: itoa(i)}}
+			params[i] = lockstep.InsertManyParams{Args: blockArgs{Tag: strconv.Itoa(i)}}
 		}
 		run, idsRes, err := other.InsertRun(ctx, "cancel-me", nil, params...)
 		require.NoError(t, err)
@@ -272,9 +233,9 @@ func testClient(t *testing.T, newDriver Factory) {
 		ws := lockstep.NewWorkers()
 		bw := &blockWorker{started: make(chan int64, 1), causes: make(chan error, 1)}
 		lockstep.AddWorker(ws, bw)
-		cfg := fastConfig(ws)
+		cfg := clienttest.FastConfig(ws)
 		cfg.HeartbeatInterval, cfg.ReapAfter = time.Hour, 3*time.Hour // only the in-process path
-		c := startClient(t, drv, cfg)
+		c := clienttest.StartClient(t, drv, cfg)
 		idRes, err := c.Insert(ctx, blockArgs{}, nil)
 		require.NoError(t, err)
 		id := idRes.ID
@@ -311,7 +272,7 @@ func testClient(t *testing.T, newDriver Factory) {
 			ran <- j.ID
 			return nil
 		}))
-		worker := startClient(t, drv, fastConfig(ws))
+		worker := clienttest.StartClient(t, drv, clienttest.FastConfig(ws))
 		tx, err = drv.BeginSQL(ctx)
 		require.NoError(t, err)
 		res, err := worker.InsertTx(ctx, tx, noopArgs{N: 2}, nil)
@@ -319,7 +280,7 @@ func testClient(t *testing.T, newDriver Factory) {
 		id = res.ID
 		require.NoError(t, tx.Commit())
 		require.Equal(t, id, <-ran)
-		waitStatus(t, worker, id, lockstep.StatusDone)
+		clienttest.WaitStatus(t, worker, id, lockstep.StatusDone)
 
 		_, err = c.InsertTx(ctx, "not a tx", noopArgs{}, nil)
 		require.ErrorContains(t, err, "transaction must be")
@@ -351,3 +312,30 @@ func (timeoutWorker) Work(ctx context.Context, _ *lockstep.Job[timeoutArgs]) err
 }
 
 func (timeoutWorker) Timeout(*lockstep.Job[timeoutArgs]) time.Duration { return 20 * time.Millisecond }
+
+// TestClient: the client's end-to-end scenarios, on every driver.
+func TestClient(t *testing.T) { forEachClientFactory(t, testClient) }
+
+// TestStartChecksSchemaVersion: a client refuses to start on a schema that
+// is not the one it expects, and starts once it is, on every driver.
+func TestStartChecksSchemaVersion(t *testing.T) {
+	forEachClientFactory(t, func(t *testing.T, newDriver Factory) {
+		ctx := context.Background()
+		drv := setup(t, newDriver)
+		m, err := migrate.New(drv)
+		require.NoError(t, err)
+		down, err := m.Down(ctx, 1)
+		require.NoError(t, err)
+		require.Len(t, down, 1)
+		ws := lockstep.NewWorkers()
+		lockstep.AddWorker(ws, lockstep.WorkFunc(func(context.Context, *lockstep.Job[noopArgs]) error { return nil }))
+		c, err := lockstep.NewClient(drv, lockstep.Config{Workers: ws})
+		require.NoError(t, err)
+		err = c.Start(ctx)
+		require.ErrorContains(t, err, "migrate up")
+		_, err = m.Up(ctx)
+		require.NoError(t, err)
+		require.NoError(t, c.Start(ctx))
+		require.NoError(t, c.Stop(ctx))
+	})
+}

@@ -1,4 +1,4 @@
-package drivertest
+package lockstep_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/clienttest"
 )
 
 // holders detects a job held by two workers at once, across clients.
@@ -75,12 +76,12 @@ func testThreeClients(t *testing.T, newDriver Factory) {
 			runsMu.Unlock()
 			return insertLedger(ctx, own, j.ID, j.Attempts, who)
 		}))
-		cfg := fastConfig(ws)
+		cfg := clienttest.FastConfig(ws)
 		cfg.Queues = map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: workers}}
 		cfg.ReapAfter = time.Minute // no job may be reaped in this test
-		startClient(t, own, cfg)
+		clienttest.StartClient(t, own, cfg)
 	}
-	waitFor(t, 3*time.Minute, "all jobs DONE", func() bool {
+	eventually(t, 3*time.Minute, "all jobs DONE", func() bool {
 		return countWhere(t, drv, "status = ?", "DONE") == jobs
 	})
 	require.Zero(t, h.overlap.Load(), "a job was held by two workers at once")
@@ -117,3 +118,7 @@ func testThreeClients(t *testing.T, newDriver Factory) {
 	require.NoError(t, r.Err())
 	t.Logf("jobs per client: %v", per)
 }
+
+// TestThreeClients: three clients on three pools share one database, on
+// every driver.
+func TestThreeClients(t *testing.T) { forEachClientFactory(t, testThreeClients) }
