@@ -74,7 +74,8 @@ var (
 func ErrorKindOf(err error) ErrorKind { return rowtype.KindOf(err) }
 
 // SnoozeError puts a job back to PENDING for Duration without consuming an
-// attempt (the first seed's job held back by an external limit).
+// attempt: a job held back by an external limit (a rate limit, a busy
+// partner) waits in available_at instead of being taken and put back.
 type SnoozeError struct{ Duration time.Duration }
 
 func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.Duration) }

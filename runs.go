@@ -91,9 +91,9 @@ func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs
 
 // CancelRun marks the run CANCELLED and cancels its PENDING and RUNNING
 // jobs, by primary key in ascending id order after reading their ids
-// without locking (the second seed's fix, with the run row first). Running
-// jobs' contexts are cancelled: at once in this process, at their next
-// heartbeat elsewhere. Their late results change nothing.
+// without locking — the fix for the claim/cancel deadlock, with the run row
+// first. Running jobs' contexts are cancelled: at once in this process, at
+// their next heartbeat elsewhere. Their late results change nothing.
 func (c *Client) CancelRun(ctx context.Context, runID int64) (*RunCancelResult, error) {
 	var res *RunCancelResult
 	err := c.retryDBIdempotent(ctx, "cancel run", func(ctx context.Context) error {
