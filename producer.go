@@ -7,11 +7,15 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 )
 
-// producer claims jobs of one queue into free worker slots.
+// The claim stage: a producer per served queue claims jobs into free
+// worker slots and hands each to a worker goroutine, which executes it
+// (execute.go).
+
 // maxClaimBackoffShift caps the wait between failing claims at 8 ×
 // PollInterval: a database back from a restart is used within seconds.
 const maxClaimBackoffShift = 3
 
+// producer claims jobs of one queue into free worker slots.
 type producer struct {
 	c     *Client
 	queue string
