@@ -23,7 +23,7 @@ type benchArgs struct{ I int }
 func (benchArgs) Kind() string { return "bench" }
 
 // BenchmarkRunCancel compares cancelling a run's 1,000 PENDING jobs one row
-// per UPDATE (the second seed's loop) with chunks of sorted ids through the
+// per UPDATE (the published fix's loop) with chunks of sorted ids through the
 // primary key. Both take the same locks in the same order; only round trips
 // differ. One op is one whole CancelRun.
 func BenchmarkRunCancel(b *testing.B) {

@@ -94,7 +94,7 @@ func TestDashboardLocksShowsALiveWait(t *testing.T) {
 	}
 }
 
-// TestDashboardLocksShowsADeadlock: the seed's deadlock, reproduced by
+// TestDashboardLocksShowsADeadlock: the claim/cancel deadlock, reproduced by
 // `lab repro` (range-status cancel against the claim), appears on the
 // Locks page decoded: both transactions, what each held and waited for,
 // the victim, and the pattern with its explanation and fix.
@@ -126,7 +126,7 @@ func TestDashboardLocksShowsADeadlock(t *testing.T) {
 	// against it; the database is dropped with the test.
 	res, err := repro.Run(ctx, drv.DB(), observer.DB(), repro.Options{Cancel: cancelVariant, Claim: claim, Keep: true})
 	require.NoError(t, err)
-	require.True(t, res.Deadlock, "the seed's unsafe cancel deadlocks")
+	require.True(t, res.Deadlock, "the range cancel through idx_status deadlocks")
 
 	// The background poll (what serve runs) picks it up; a page load too.
 	runCtx, stop := context.WithCancel(ctx)

@@ -138,9 +138,9 @@ func TestMySQLRoundTrip(t *testing.T) {
 	require.Equal(t, "Asia/Seoul", cfg.Loc.String())
 }
 
-// Inputs the fuzzer found (each is also a seed in testdata/fuzz/FuzzParse):
-// what go-sql-driver cannot carry is refused, not silently changed; no
-// error or redacted form shows a password.
+// Inputs the fuzzer found (each is also in the corpus under
+// testdata/fuzz/FuzzParse): what go-sql-driver cannot carry is refused,
+// not silently changed; no error or redacted form shows a password.
 func TestParseFuzzFindings(t *testing.T) {
 	for _, tt := range []struct{ name, in, wantErr string }{
 		{"mysql password without a user", "mysql://:secret@h/db", "has a password but no user name"},

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Cancel is one way of writing the seed's cancel: "mark every PENDING or
+// Cancel is one way of writing the range cancel: "mark every PENDING or
 // RUNNING attempt of a run CANCELLED".
 type Cancel struct {
 	Name  string
@@ -32,7 +32,7 @@ func (c Cancel) Statements(ctx context.Context, q interface {
 	}
 	rows, err := q.QueryContext(ctx, c.SelectIDs, run)
 	if err != nil {
-		return nil, fmt.Errorf("seed: cancel %s: read ids: %w", c.Name, err)
+		return nil, fmt.Errorf("attempt: cancel %s: read ids: %w", c.Name, err)
 	}
 	defer rows.Close()
 	var out []Stmt
@@ -63,7 +63,8 @@ func (s Stmt) Text() string {
 
 const liveStatus = "status IN ('PENDING','RUNNING')"
 
-// Cancels are the variants the seed measured, in its order.
+// Cancels are the variants the published race numbers measure, in their
+// order.
 func Cancels() []Cancel {
 	return []Cancel{
 		{Name: "range-status", About: "one range UPDATE, FORCE INDEX(idx_status)",
@@ -90,16 +91,17 @@ func LookupCancel(name string) (Cancel, error) {
 		}
 		names = append(names, c.Name)
 	}
-	return Cancel{}, fmt.Errorf("seed: no cancel variant %q (have: %s)", name, strings.Join(names, ", "))
+	return Cancel{}, fmt.Errorf("attempt: no cancel variant %q (have: %s)", name, strings.Join(names, ", "))
 }
 
-// Claim is the seed's claim, "mark one PENDING attempt RUNNING", by plan.
+// Claim is the claim by PRIMARY KEY, "mark one PENDING attempt RUNNING",
+// by plan.
 type Claim struct {
 	Name string
 	SQL  string // with ? for the id
 }
 
-// Claims: the seed's statement as written (MariaDB plans it through
+// Claims: the claim as written (MariaDB plans it through
 // idx_status), and pinned to PRIMARY.
 func Claims() []Claim {
 	return []Claim{
@@ -115,5 +117,5 @@ func LookupClaim(name string) (Claim, error) {
 			return c, nil
 		}
 	}
-	return Claim{}, fmt.Errorf("seed: no claim plan %q (have: default, primary)", name)
+	return Claim{}, fmt.Errorf("attempt: no claim plan %q (have: default, primary)", name)
 }

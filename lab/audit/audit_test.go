@@ -16,9 +16,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
-// TestSeedAttempt: the audit of the shipped example flags claim × cancel
-// and suggests the seed's fix for the cancel.
-func TestSeedAttempt(t *testing.T) {
+// TestAttemptTableAudit: the audit of the shipped example flags claim ×
+// cancel and suggests the fix for the cancel (ids read without locking,
+// then one UPDATE per id by PRIMARY).
+func TestAttemptTableAudit(t *testing.T) {
 	db, err := sql.Open("mysql", testdb.MySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
@@ -53,7 +54,7 @@ func TestSeedAttempt(t *testing.T) {
 	for _, p := range rep.Paths {
 		paths[p.Name] = p
 	}
-	require.Contains(t, paths["cancel"].Finds, "idx_status", "the seed's data")
+	require.Contains(t, paths["cancel"].Finds, "idx_status", "the two-pending data")
 	require.Contains(t, paths["cancel"].Finds, "idx_run", "a fresh run")
 	require.Equal(t, []string{"idx_status"}, paths["claim"].Changes)
 	require.True(t, paths["claim"].ByKey)

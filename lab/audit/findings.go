@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// findings applies the seed's checklist to the lock paths.
+// findings applies the lock-order checklist to the lock paths.
 func findings(paths []Path) []Finding {
 	var out []Finding
 	for _, x := range paths {

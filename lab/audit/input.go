@@ -1,4 +1,4 @@
-// Package audit is the second seed's checklist, automated: write down each
+// Package audit is the lock-order checklist, automated: write down each
 // statement's access path, EXPLAIN it under several data distributions,
 // and look for two writers that lock the same two indexes of a table in
 // opposite orders, and for range UPDATEs through an index on a column that

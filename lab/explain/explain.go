@@ -1,7 +1,7 @@
-// Package explain shows how the optimizer plans a statement on the seed's
-// table under several data distributions — the seed's point that the same
-// statement takes a different index, and so a different lock order, as the
-// data changes.
+// Package explain shows how the optimizer plans a statement on the attempt
+// table under several data distributions — the point of the published
+// EXPLAINs: the same statement takes a different index, and so a different
+// lock order, as the data changes.
 package explain
 
 import (
@@ -15,10 +15,10 @@ import (
 	"github.com/lockstep-queue/lockstep/lab/attempt"
 )
 
-// DefaultStatement is the seed's cancel of run 3, unhinted.
+// DefaultStatement is the range cancel of run 3, unhinted.
 var DefaultStatement = attempt.Stmt{SQL: "UPDATE attempt SET status='CANCELLED' WHERE run_id=? AND status IN ('PENDING','RUNNING')", Args: []any{int64(attempt.Target)}}
 
-// Row is one line of the seed's EXPLAIN table.
+// Row is one line of the EXPLAIN table, one per distribution.
 type Row struct {
 	Distribution string
 	Type, Key    string
@@ -26,7 +26,7 @@ type Row struct {
 	Extra        string
 }
 
-// Run creates the seed's table in db's database, loads each distribution
+// Run creates the attempt table in db's database, loads each distribution
 // in turn (refreshing statistics) and EXPLAINs the statement under it; the
 // table is dropped afterwards unless keep is set.
 func Run(ctx context.Context, db *sql.DB, stmt attempt.Stmt, dists []attempt.Distribution, keep bool) ([]Row, error) {
@@ -51,7 +51,7 @@ func Run(ctx context.Context, db *sql.DB, stmt attempt.Stmt, dists []attempt.Dis
 	return out, nil
 }
 
-// WriteText prints the rows as the seed's table.
+// WriteText prints the rows as one table, a line per distribution.
 func WriteText(w io.Writer, stmt attempt.Stmt, rows []Row) error {
 	if _, err := fmt.Fprintf(w, "EXPLAIN %s\n\n", stmt.Text()); err != nil {
 		return err

@@ -17,10 +17,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
-// TestSeedDistributions: the seed's EXPLAIN section, reproduced — the
+// TestAttemptTableDistributions: the published EXPLAINs, reproduced — the
 // cancel takes idx_run for a fresh run and idx_status once the run is
 // almost done.
-func TestSeedDistributions(t *testing.T) {
+func TestAttemptTableDistributions(t *testing.T) {
 	db, err := sql.Open("mysql", testdb.MySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
@@ -35,7 +35,7 @@ func TestSeedDistributions(t *testing.T) {
 	require.NoError(t, explain.WriteText(&b, explain.DefaultStatement, rows))
 	t.Log("\n" + b.String())
 	require.Len(t, rows, 5)
-	require.Equal(t, "idx_status", rows[0].Key, "the seed's own table")
+	require.Equal(t, "idx_status", rows[0].Key, "the two-pending table")
 	require.Equal(t, "idx_run", rows[1].Key, "a fresh run")
 	require.Equal(t, "idx_status", rows[2].Key, "5 PENDING / 95 DONE")
 	require.Equal(t, "idx_status", rows[3].Key, "2 PENDING / 998 DONE")

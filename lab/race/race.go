@@ -1,7 +1,8 @@
-// Package race is the second seed's measurement: per round, one run's 100
-// attempts are reset to PENDING, then eight claimers (each claiming the
-// run's attempts one statement at a time, in its own random order) and one
-// canceller start at once; a round counts when any of them got error 1213.
+// Package race is the claim/cancel deadlock's race measurement: per round,
+// one run's 100 attempts are reset to PENDING, then eight claimers (each
+// claiming the run's attempts one statement at a time, in its own random
+// order) and one canceller start at once; a round counts when any of them
+// got error 1213.
 // It shows how rare the deadlock is — and why a race test that passes
 // twenty times proves nothing.
 package race
@@ -45,7 +46,7 @@ type Result struct {
 	Duration time.Duration
 }
 
-// Run sets up the seed's table (in the database db names; isolation is the
+// Run sets up the attempt table (in the database db names; isolation is the
 // pool's: open it with the session level to test) and runs the rounds. The
 // table is left for the next experiment; Drop it at the end.
 func Run(ctx context.Context, db *sql.DB, opts Options) (*Result, error) {

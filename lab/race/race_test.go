@@ -17,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
-// TestRaceMatrix: the seed's experiment at 200 rounds per cell. The
+// TestRaceMatrix: the published race experiment at 200 rounds per cell. The
 // unsafe cancels deadlock in some rounds; ids-then-PRIMARY with the claim
 // on PRIMARY never does. (The deterministic proof of the same is
 // lab/repro; this shows the frequencies.)
@@ -31,7 +31,7 @@ func TestRaceMatrix(t *testing.T) {
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
-	cfg.Params["tx_isolation"] = "'REPEATABLE-READ'" // the seed's level
+	cfg.Params["tx_isolation"] = "'REPEATABLE-READ'" // the level of the published measurements
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
@@ -52,7 +52,7 @@ func TestRaceMatrix(t *testing.T) {
 		require.Equal(t, rounds, r.Rounds)
 		got[r.Cancel+"/"+r.Claim] = r.DeadlockRounds
 	}
-	require.Positive(t, got["range-status/primary"], "the seed's cancel through idx_status against a claim by PRIMARY")
+	require.Positive(t, got["range-status/primary"], "the range cancel through idx_status against a claim by PRIMARY")
 	require.Positive(t, got["composite/primary"])
 	require.Zero(t, got["ids-then-primary/primary"], "the fix")
 	require.Zero(t, got["range-run/primary"])

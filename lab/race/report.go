@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable prints the results as the seed's table, one line per
-// experiment, with errors by code.
+// WriteTable prints the results as a table like the published race
+// numbers, one line per experiment, with errors by code.
 func WriteTable(w io.Writer, results []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CANCEL\tCLAIM\tROUNDS\tDEADLOCKING ROUNDS\tERRORS BY CODE\tTIME")

@@ -1,8 +1,8 @@
-// Package repro is the second seed's two-session reproduction, scripted:
-// session A holds PRIMARY 300 with a locking read and then claims it;
-// session B cancels run 3; the lock wait is confirmed from the server
-// before A goes on. The result is a timeline like the seed's, ending in
-// error 1213 for the unsafe variants and in no error for the fix.
+// Package repro is the claim/cancel deadlock's two-session reproduction,
+// scripted: session A holds PRIMARY 300 with a locking read and then claims
+// it; session B cancels run 3; the lock wait is confirmed from the server
+// before A goes on. The result is a timeline like the published one, ending
+// in error 1213 for the unsafe variants and in no error for the fix.
 package repro
 
 import (
@@ -26,12 +26,14 @@ import (
 type Options struct {
 	Cancel attempt.Cancel
 	Claim  attempt.Claim
-	// Isolation of both sessions; default REPEATABLE READ, as in the seed.
+	// Isolation of both sessions; default REPEATABLE READ, as in the
+	// published measurements.
 	Isolation sql.IsolationLevel
 	// Keep leaves the scratch table in place afterwards.
 	Keep bool
 	// WhileWaiting, when set, is called once B's lock wait has been seen
-	// and before A goes on: the moment the seed reads its lock table.
+	// and before A goes on: the moment the published data_locks table was
+	// read.
 	WhileWaiting func(ctx context.Context) error
 }
 
@@ -76,8 +78,8 @@ func (r *recorder) set(i int, result string) {
 	r.steps[i].Result = result
 }
 
-// Run creates the seed's table in db's database, loads the seed's data,
-// and plays the two sessions. observer is another pool on the same
+// Run creates the attempt table in db's database, loads the two-pending
+// data, and plays the two sessions. observer is another pool on the same
 // database, used only to read the lock tables (PROCESS privilege).
 func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, error) {
 	if opts.Isolation == sql.LevelDefault {
@@ -88,7 +90,7 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 		return nil, err
 	}
 	if flavor == lockview.Postgres {
-		return nil, errors.New("repro: the seed's deadlock is InnoDB's (index-record locks); point --dsn at MySQL or MariaDB")
+		return nil, errors.New("repro: the claim/cancel deadlock is InnoDB's (index-record locks); point --dsn at MySQL or MariaDB")
 	}
 	if err := attempt.Create(ctx, db); err != nil {
 		return nil, err
@@ -280,7 +282,7 @@ func explainKey(ctx context.Context, db *sql.DB, s attempt.Stmt) (string, error)
 	return plan["key"], nil
 }
 
-// WriteText prints the timeline as the seed does.
+// WriteText prints the timeline as the published reproduction does.
 func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "plans: claim finds attempt 300 through %s; cancel finds run 3's attempts through %s\n\n", r.ClaimKey, r.CancelKey)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -24,7 +24,7 @@ func open(t *testing.T, dsn string) *sql.DB {
 	return db
 }
 
-// TestRepro: the seed's timeline, deterministically, for every cancel
+// TestRepro: the two-session timeline, deterministically, for every cancel
 // variant and claim plan. The unsafe cancel through idx_status ends in
 // error 1213 for the claim; the fix completes without one.
 func TestRepro(t *testing.T) {
@@ -57,14 +57,15 @@ func TestRepro(t *testing.T) {
 				}
 				if res.Deadlock {
 					// InnoDB rolls back the lighter transaction: nearly always
-					// the claim, as in the seed, but it is InnoDB's choice.
+					// the claim, as in the published reproduction, but it is
+					// InnoDB's choice.
 					t.Logf("victim: session %s", res.Victim)
 				}
 			})
 		}
 	}
 	t.Run("plans", func(t *testing.T) {
-		// The precondition of the unsafe cases: on the seed's data MariaDB
+		// The precondition of the unsafe cases: on the two-pending data MariaDB
 		// plans the unhinted claim and cancel through idx_status.
 		res, err := repro.Run(context.Background(), db, observer, repro.Options{Cancel: attempt.Cancels()[4], Claim: attempt.Claims()[0]})
 		require.NoError(t, err)

@@ -20,15 +20,15 @@ func parseFile(t *testing.T, name string) []*Report {
 
 func values(r *Record) []string { return r.Values() }
 
-// The report printed in the second seed (MySQL 8.4), copied as printed,
-// with the author's "(생략)" elisions.
-func TestSeedReport(t *testing.T) {
+// The claim/cancel deadlock report from the published MySQL 8.4
+// measurements, copied as printed, with the author's "(생략)" elisions.
+func TestMySQL84Report(t *testing.T) {
 	rs := parseFile(t, "seed_mysql84.txt")
 	require.Len(t, rs, 1)
-	checkSeedReport(t, rs[0])
+	checkMySQL84Report(t, rs[0])
 }
 
-func checkSeedReport(t *testing.T, r *Report) {
+func checkMySQL84Report(t *testing.T, r *Report) {
 	t.Helper()
 	require.Equal(t, FormatMySQL, r.Format)
 	require.Len(t, r.Transactions, 2)
@@ -46,8 +46,9 @@ func checkSeedReport(t *testing.T, r *Report) {
 	require.Equal(t, "lab.attempt", h.Table)
 	require.Equal(t, "X", h.Mode)
 	require.Equal(t, NextKey, h.Kind)
-	// The seed elides the records for 100, 199, 200 and 299: what is
-	// printed is ('PENDING', 99) at heap 424 and ('PENDING', 300) at 429.
+	// The published report elides the records for 100, 199, 200 and 299:
+	// what is printed is ('PENDING', 99) at heap 424 and ('PENDING', 300)
+	// at 429.
 	require.Len(t, h.Records, 2)
 	require.EqualValues(t, 424, h.Records[0].HeapNo)
 	require.Equal(t, []string{"'PENDING'", "99"}, values(h.Records[0]))
@@ -98,7 +99,7 @@ func TestStatusOutput(t *testing.T) {
 			rs := parseFile(t, name)
 			require.Len(t, rs, 1)
 			require.Equal(t, "2026-11-30 05:59:58", rs[0].Time)
-			checkSeedReport(t, rs[0])
+			checkMySQL84Report(t, rs[0])
 		})
 	}
 }
@@ -272,9 +273,9 @@ func TestDecodeValue(t *testing.T) {
 }
 
 func TestMalformed(t *testing.T) {
-	seed, err := os.ReadFile("testdata/seed_mysql84.txt")
+	report, err := os.ReadFile("testdata/seed_mysql84.txt")
 	require.NoError(t, err)
-	s := string(seed)
+	s := string(report)
 	head, _, ok := strings.Cut(s, "*** WE ROLL BACK")
 	require.True(t, ok)
 	for name, c := range map[string]struct{ in, msg string }{

@@ -50,7 +50,7 @@ func normalize(s string) []line {
 }
 
 // isElision reports an editor's mark for lines left out of a quoted report,
-// such as the seed's "(생략)" or "(omitted: 4 records)".
+// such as the published report's "(생략)" or "(omitted: 4 records)".
 func isElision(t string) bool {
 	t = strings.TrimSpace(t)
 	if len(t) < 3 || t[0] != '(' || t[len(t)-1] != ')' {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// PatternOppositeIndexOrder is the second seed's deadlock: two statements
+// PatternOppositeIndexOrder is the claim/cancel deadlock: two statements
 // on one table lock the same secondary index and PRIMARY in opposite order.
 const PatternOppositeIndexOrder = "opposite-index-order"
 

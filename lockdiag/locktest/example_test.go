@@ -13,7 +13,7 @@ import (
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
-// The second seed's regression test, in Go: session A holds PRIMARY 300,
+// The claim/cancel regression test, in Go: session A holds PRIMARY 300,
 // session B (the cancel) must be seen waiting for it, then A runs the claim.
 // Both must finish; a deadlock would surface as error 1213 in one of them.
 // (Compiled, not run: it needs your MySQL/MariaDB database.)

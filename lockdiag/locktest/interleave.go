@@ -1,6 +1,7 @@
-// Package locktest makes the second seed's deterministic lock-order test one
-// call: session A runs until it pauses holding its locks, session B starts,
-// the test waits until the server shows B waiting for a lock (or B finishes
+// Package locktest makes the deterministic lock-order regression test
+// (hold the PRIMARY lock, wait for the lock wait, release) one call:
+// session A runs until it pauses holding its locks, session B starts, the
+// test waits until the server shows B waiting for a lock (or B finishes
 // without waiting), then A continues and both must finish. A race test that
 // passes twenty times proves nothing; this interleaving happens every time.
 package locktest

@@ -124,7 +124,7 @@ func planIndexes(ctx context.Context, db *sql.DB, f lockview.Flavor, query strin
 	return out, nil
 }
 
-// RegressionTest is the second seed's deterministic regression test in one
+// RegressionTest is the deterministic lock-order regression test in one
 // call: a runs until it pauses holding its locks, b is seen waiting (or
 // finishes), a goes on, and the test fails if either returns an error —
 // a deadlock among them.

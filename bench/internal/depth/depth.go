@@ -1,13 +1,14 @@
 // Package depth measures what a claim costs as the queue grows: the
 // latency of one claim (median, p99) and the number of rows it locks, with
-// 1k, 100k and 1M PENDING jobs, for lockstep's own claim and for the first
-// seed's literal query.
+// 1k, 100k and 1M PENDING jobs, for lockstep's own claim and for the
+// literal claim of a one-table job queue (ORDER BY id over a (status,
+// available_at) index).
 //
 // lockstep's claim is the driver's JobClaim on lockstep_jobs, run inside a
 // transaction that is rolled back, so the depth stays what was loaded. The
-// seed's is its SELECT … WHERE status = 'PENDING' AND available_at <= NOW()
-// ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED, then the UPDATE to RUNNING of
-// the ids it returned, on the seed's own `jobs` table with its
+// literal claim is SELECT … WHERE status = 'PENDING' AND available_at <=
+// NOW() ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED, then the UPDATE to
+// RUNNING of the ids it returned, on its own `jobs` table with its
 // (status, available_at) index, in a scratch database, also rolled back.
 //
 // Rows locked are read from the server's lock tables while a claim's
@@ -35,15 +36,16 @@ type Options struct {
 	Done int
 	// Claims is how many claims are timed at each depth, per system.
 	Claims int
-	// Limit is the claim's batch: lockstep's Max and the seed's LIMIT.
+	// Limit is the claim's batch: lockstep's Max and the literal claim's LIMIT.
 	Limit int
 	// LockSamples is how many claims are held open to read their locks.
 	LockSamples int
 	// Budget bounds the time spent timing claims of one system at one
 	// depth: past it, sampling stops (after at least MinClaims claims).
 	Budget time.Duration
-	// SeedReadCommitted runs the seed's transactions at READ COMMITTED
-	// instead of the server's default (REPEATABLE READ on MariaDB).
+	// SeedReadCommitted runs the literal claim's transactions at READ
+	// COMMITTED instead of the server's default (REPEATABLE READ on
+	// MariaDB).
 	SeedReadCommitted bool
 	// Logf, when set, is told about progress.
 	Logf func(format string, args ...any)
@@ -90,9 +92,9 @@ func (o Options) logf(format string, args ...any) {
 
 // Point is one system's claim at one depth.
 type Point struct {
-	// System is "lockstep"; "seed", the seed's query planned as the
-	// server likes; or "seed-index", the same query made to find its rows
-	// through the seed's (status, available_at) index, the plan the
+	// System is "lockstep"; "literal", the literal claim planned as the
+	// server likes; or "literal-index", the same query made to find its rows
+	// through its (status, available_at) index, the plan the
 	// servers pick when PENDING rows are a small part of the table.
 	System string `json:"system"`
 	// Depth is the PENDING jobs, Done the DONE ones before them.

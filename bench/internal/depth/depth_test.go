@@ -47,7 +47,7 @@ func points(t *testing.T, r *depth.Result, o depth.Options) map[string]depth.Poi
 			t.Errorf("%s: no plan", p.System)
 		}
 	}
-	for _, s := range []string{"lockstep", "seed", "seed-index"} {
+	for _, s := range []string{"lockstep", "literal", "literal-index"} {
 		if _, ok := by[s]; !ok {
 			t.Fatalf("no point for %s", s)
 		}
@@ -55,7 +55,7 @@ func points(t *testing.T, r *depth.Result, o depth.Options) map[string]depth.Poi
 	return by
 }
 
-// On MariaDB the seed's query through its (status, available_at) index
+// On MariaDB the literal claim through its (status, available_at) index
 // locks every candidate before sorting them by id; lockstep's claim locks
 // its rows only (trx_rows_locked counts each in the claim index and in
 // the primary key, and at most one more index record besides).
@@ -67,8 +67,8 @@ func TestMySQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	by := points(t, r, o)
-	if got, d := by["seed-index"].RowsLocked, int64(o.Depths[0]); got < d {
-		t.Errorf("seed-index locked %d rows with %d PENDING; want every candidate", got, d)
+	if got, d := by["literal-index"].RowsLocked, int64(o.Depths[0]); got < d {
+		t.Errorf("literal-index locked %d rows with %d PENDING; want every candidate", got, d)
 	}
 	if got, most := by["lockstep"].RowsLocked, int64(2*o.Limit+2); got > most {
 		t.Errorf("lockstep's claim of %d locked %d index records; want at most %d", o.Limit, got, most)

@@ -16,10 +16,10 @@ import (
 )
 
 // MySQL measures on MariaDB (or MySQL 8): lockstep's claim on the database
-// lockstepDSN names, the seed's on the database seedDSN names (both
-// go-sql-driver DSNs; they may be the same). Both must be empty of the
+// lockstepDSN names, the literal claim on the database literalDSN names
+// (both go-sql-driver DSNs; they may be the same). Both must be empty of the
 // tables they get: depth never empties a table it did not create.
-func MySQL(ctx context.Context, lockstepDSN, seedDSN string, o Options) (_ *Result, err error) {
+func MySQL(ctx context.Context, lockstepDSN, literalDSN string, o Options) (_ *Result, err error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
@@ -31,22 +31,22 @@ func MySQL(ctx context.Context, lockstepDSN, seedDSN string, o Options) (_ *Resu
 	if err := migrateEmpty(ctx, drv); err != nil {
 		return nil, err
 	}
-	cfg, err := gomysql.ParseDSN(seedDSN)
+	cfg, err := gomysql.ParseDSN(literalDSN)
 	if err != nil {
-		return nil, fmt.Errorf("depth: seed dsn: %w", err)
+		return nil, fmt.Errorf("depth: literal claim dsn: %w", err)
 	}
 	connector, err := gomysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("depth: seed dsn: %w", err)
+		return nil, fmt.Errorf("depth: literal claim dsn: %w", err)
 	}
-	seedDB := sql.OpenDB(connector)
-	defer seedDB.Close()
-	seed, err := newMySeed(ctx, seedDB, o.SeedReadCommitted)
+	literalDB := sql.OpenDB(connector)
+	defer literalDB.Close()
+	lit, err := newMyLiteral(ctx, literalDB, o.SeedReadCommitted)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if derr := seed.drop(context.WithoutCancel(ctx)); derr != nil && err == nil {
+		if derr := lit.drop(context.WithoutCancel(ctx)); derr != nil && err == nil {
 			err = derr
 		}
 	}()
@@ -57,10 +57,10 @@ func MySQL(ctx context.Context, lockstepDSN, seedDSN string, o Options) (_ *Resu
 	if r.Version, err = drv.Version(ctx); err != nil {
 		return nil, fmt.Errorf("depth: %w", err)
 	}
-	// The lock tables are read through the seed's pool: a session that is
-	// not the claim's.
-	ls := &myLockstep{drv: drv, locks: seedDB}
-	r.Points, err = run(ctx, []table{ls, seed}, []claimer{ls, seed, &mySeedIndex{seed}}, o)
+	// The lock tables are read through the literal claim's pool: a session
+	// that is not the claim's.
+	ls := &myLockstep{drv: drv, locks: literalDB}
+	r.Points, err = run(ctx, []table{ls, lit}, []claimer{ls, lit, &myLiteralIndex{lit}}, o)
 	return r, err
 }
 
@@ -188,15 +188,15 @@ func (s *myLockstep) claim(ctx context.Context, limit int, locks bool) (smp samp
 	return smp, err
 }
 
-type mySeed struct {
+type myLiteral struct {
 	db          *sql.DB
 	txOpts      *sql.TxOptions
 	isolationIs string
 }
 
-// mySeedSchema is the first seed's table as its queries use it, with the
-// index the seed adds for its claim.
-const mySeedSchema = `CREATE TABLE jobs (
+// myLiteralSchema is the one-table queue's jobs table as its queries use
+// it, with the (status, available_at) index it adds for its claim.
+const myLiteralSchema = `CREATE TABLE jobs (
   id           BIGINT      NOT NULL AUTO_INCREMENT,
   payload      TEXT        NOT NULL,
   status       VARCHAR(16) NOT NULL,
@@ -209,7 +209,7 @@ const mySeedSchema = `CREATE TABLE jobs (
 
 const myComment = "lockstep-bench depth scratch table"
 
-func newMySeed(ctx context.Context, db *sql.DB, readCommitted bool) (*mySeed, error) {
+func newMyLiteral(ctx context.Context, db *sql.DB, readCommitted bool) (*myLiteral, error) {
 	var comment string
 	err := db.QueryRowContext(ctx, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobs'").Scan(&comment)
 	switch {
@@ -217,21 +217,21 @@ func newMySeed(ctx context.Context, db *sql.DB, readCommitted bool) (*mySeed, er
 	case err != nil:
 		return nil, fmt.Errorf("depth: look for table jobs: %w", err)
 	case comment != myComment:
-		return nil, errors.New("depth: the seed's database has a table named jobs that depth did not create; use an empty database")
+		return nil, errors.New("depth: the literal claim's database has a table named jobs that depth did not create; use an empty database")
 	default:
 		if _, err := db.ExecContext(ctx, "DROP TABLE jobs"); err != nil {
 			return nil, fmt.Errorf("depth: drop a previous run's jobs: %w", err)
 		}
 	}
-	if _, err := db.ExecContext(ctx, mySeedSchema); err != nil {
-		return nil, fmt.Errorf("depth: create the seed's table: %w", err)
+	if _, err := db.ExecContext(ctx, myLiteralSchema); err != nil {
+		return nil, fmt.Errorf("depth: create the literal claim's table: %w", err)
 	}
-	s := &mySeed{db: db}
+	s := &myLiteral{db: db}
 	if readCommitted {
 		s.txOpts, s.isolationIs = &sql.TxOptions{Isolation: sql.LevelReadCommitted}, "READ COMMITTED"
 		return s, nil
 	}
-	// The server's default, as the seed's application would run. MySQL 8
+	// The server's default, as the application would run it. MySQL 8
 	// knows only transaction_isolation, MariaDB before 11.1 only
 	// tx_isolation.
 	for _, v := range []string{"@@transaction_isolation", "@@tx_isolation"} {
@@ -243,23 +243,23 @@ func newMySeed(ctx context.Context, db *sql.DB, readCommitted bool) (*mySeed, er
 	return nil, fmt.Errorf("depth: read the default isolation level: %w", err)
 }
 
-func (s *mySeed) drop(ctx context.Context) error {
+func (s *myLiteral) drop(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, "DROP TABLE IF EXISTS jobs"); err != nil {
-		return fmt.Errorf("depth: drop the seed's table: %w", err)
+		return fmt.Errorf("depth: drop the literal claim's table: %w", err)
 	}
 	return nil
 }
 
-func (*mySeed) name() string        { return "seed" }
-func (s *mySeed) isolation() string { return s.isolationIs }
-func (*mySeed) lockMethod() string  { return myLockMethod }
+func (*myLiteral) name() string        { return "literal" }
+func (s *myLiteral) isolation() string { return s.isolationIs }
+func (*myLiteral) lockMethod() string  { return myLockMethod }
 
-// mySeedSelect is the seed's claim query; hint goes after the table name.
-func mySeedSelect(hint string, limit int) string {
+// myLiteralSelect is the literal claim query; hint goes after the table name.
+func myLiteralSelect(hint string, limit int) string {
 	return fmt.Sprintf("SELECT * FROM jobs%s WHERE status = 'PENDING' AND available_at <= NOW() ORDER BY id LIMIT %d FOR UPDATE SKIP LOCKED", hint, limit)
 }
 
-func (s *mySeed) insert(ctx context.Context, after, count int, done bool) error {
+func (s *myLiteral) insert(ctx context.Context, after, count int, done bool) error {
 	return myInsert(ctx, s.db, after, count, func(first, count int) string {
 		at := fmt.Sprintf(myAvailableAt, "NOW(6)", first)
 		status, attempts, started := "'PENDING'", 0, "NULL"
@@ -271,36 +271,37 @@ func (s *mySeed) insert(ctx context.Context, after, count int, done bool) error 
 	})
 }
 
-func (s *mySeed) analyze(ctx context.Context) error { return myAnalyze(ctx, s.db, "jobs") }
+func (s *myLiteral) analyze(ctx context.Context) error { return myAnalyze(ctx, s.db, "jobs") }
 
-func (s *mySeed) plan(ctx context.Context, limit int) (string, error) {
-	return myExplain(ctx, s.db, mySeedSelect("", limit))
+func (s *myLiteral) plan(ctx context.Context, limit int) (string, error) {
+	return myExplain(ctx, s.db, myLiteralSelect("", limit))
 }
 
-func (s *mySeed) claim(ctx context.Context, limit int, locks bool) (sample, error) {
-	return s.claimWith(ctx, mySeedSelect("", limit), locks)
+func (s *myLiteral) claim(ctx context.Context, limit int, locks bool) (sample, error) {
+	return s.claimWith(ctx, myLiteralSelect("", limit), locks)
 }
 
-// mySeedIndex is the seed's claim made to find its rows through the
-// seed's index, as the optimizer does when PENDING rows are few.
-type mySeedIndex struct{ *mySeed }
+// myLiteralIndex is the literal claim made to find its rows through its
+// (status, available_at) index, as the optimizer does when PENDING rows
+// are few.
+type myLiteralIndex struct{ *myLiteral }
 
-const mySeedHint = " FORCE INDEX (idx_jobs_status_available_at)"
+const myLiteralHint = " FORCE INDEX (idx_jobs_status_available_at)"
 
-func (*mySeedIndex) name() string { return "seed-index" }
+func (*myLiteralIndex) name() string { return "literal-index" }
 
-func (s *mySeedIndex) plan(ctx context.Context, limit int) (string, error) {
-	return myExplain(ctx, s.db, mySeedSelect(mySeedHint, limit))
+func (s *myLiteralIndex) plan(ctx context.Context, limit int) (string, error) {
+	return myExplain(ctx, s.db, myLiteralSelect(myLiteralHint, limit))
 }
 
-func (s *mySeedIndex) claim(ctx context.Context, limit int, locks bool) (sample, error) {
-	return s.claimWith(ctx, mySeedSelect(mySeedHint, limit), locks)
+func (s *myLiteralIndex) claim(ctx context.Context, limit int, locks bool) (sample, error) {
+	return s.claimWith(ctx, myLiteralSelect(myLiteralHint, limit), locks)
 }
 
-// claimWith is the seed's claim: lock the next PENDING rows with q, then
+// claimWith is the literal claim: lock the next PENDING rows with q, then
 // mark them RUNNING. Both statements are literal text, as an application
 // would send them without server-side prepared statements.
-func (s *mySeed) claimWith(ctx context.Context, q string, locks bool) (smp sample, err error) {
+func (s *myLiteral) claimWith(ctx context.Context, q string, locks bool) (smp sample, err error) {
 	tx, err := s.db.BeginTx(ctx, s.txOpts)
 	if err != nil {
 		return smp, err
@@ -313,7 +314,7 @@ func (s *mySeed) claimWith(ctx context.Context, q string, locks bool) (smp sampl
 		}
 	}
 	begin := time.Now()
-	ids, err := seedSelect(ctx, tx, q)
+	ids, err := literalSelect(ctx, tx, q)
 	if err != nil {
 		return smp, err
 	}
@@ -330,9 +331,9 @@ func (s *mySeed) claimWith(ctx context.Context, q string, locks bool) (smp sampl
 	return smp, err
 }
 
-// seedSelect runs the seed's SELECT * and returns the ids (the first
-// column), reading every column as the application would.
-func seedSelect(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
+// literalSelect runs the literal claim's SELECT * and returns the ids (the
+// first column), reading every column as the application would.
+func literalSelect(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

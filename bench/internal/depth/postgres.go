@@ -17,12 +17,13 @@ import (
 )
 
 // Postgres measures on PostgreSQL: lockstep's claim on the database
-// lockstepDSN names, the seed's on the database seedDSN names (postgres://
-// URLs; they may be the same). Both must be empty of the tables they get.
-// Rows locked are counted with pgrowlocks, which depth creates in both
-// databases when it can (it ships with PostgreSQL's contrib modules and
-// needs a superuser to create); otherwise from EXPLAIN ANALYZE.
-func Postgres(ctx context.Context, lockstepDSN, seedDSN string, o Options) (_ *Result, err error) {
+// lockstepDSN names, the literal claim on the database literalDSN names
+// (postgres:// URLs; they may be the same). Both must be empty of the
+// tables they get. Rows locked are counted with pgrowlocks, which depth
+// creates in both databases when it can (it ships with PostgreSQL's
+// contrib modules and needs a superuser to create); otherwise from EXPLAIN
+// ANALYZE.
+func Postgres(ctx context.Context, lockstepDSN, literalDSN string, o Options) (_ *Result, err error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
@@ -34,29 +35,29 @@ func Postgres(ctx context.Context, lockstepDSN, seedDSN string, o Options) (_ *R
 	if err := migrateEmpty(ctx, drv); err != nil {
 		return nil, err
 	}
-	pgxCfg, err := pgx.ParseConfig(seedDSN)
+	pgxCfg, err := pgx.ParseConfig(literalDSN)
 	if err != nil {
-		return nil, fmt.Errorf("depth: seed dsn: %w", err)
+		return nil, fmt.Errorf("depth: literal claim dsn: %w", err)
 	}
 	// No statement cache: a cached plan would outlive the planner settings
-	// seed-index changes, and the seed's two claims share their text.
+	// literal-index changes, and the two literal claims share their text.
 	pgxCfg.DefaultQueryExecMode = pgx.QueryExecModeExec
-	seedDB := stdlib.OpenDB(*pgxCfg)
-	defer seedDB.Close()
-	seed, err := newPgSeed(ctx, seedDB)
+	literalDB := stdlib.OpenDB(*pgxCfg)
+	defer literalDB.Close()
+	lit, err := newPgLiteral(ctx, literalDB)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if derr := seed.drop(context.WithoutCancel(ctx)); derr != nil && err == nil {
+		if derr := lit.drop(context.WithoutCancel(ctx)); derr != nil && err == nil {
 			err = derr
 		}
 	}()
 	ls := &pgLockstep{drv: drv, rowlocks: pgRowlocks(ctx, drv.DB())}
-	if !pgRowlocks(ctx, seedDB) {
+	if !pgRowlocks(ctx, literalDB) {
 		ls.rowlocks = false
 	}
-	seed.rowlocks = ls.rowlocks
+	lit.rowlocks = ls.rowlocks
 	if !ls.rowlocks {
 		o.logf("depth: pgrowlocks is not available; rows locked come from EXPLAIN ANALYZE's LockRows node")
 	}
@@ -64,7 +65,7 @@ func Postgres(ctx context.Context, lockstepDSN, seedDSN string, o Options) (_ *R
 	if r.Version, err = drv.Version(ctx); err != nil {
 		return nil, fmt.Errorf("depth: %w", err)
 	}
-	r.Points, err = run(ctx, []table{ls, seed}, []claimer{ls, seed, &pgSeedIndex{seed}}, o)
+	r.Points, err = run(ctx, []table{ls, lit}, []claimer{ls, lit, &pgLiteralIndex{lit}}, o)
 	return r, err
 }
 
@@ -237,14 +238,14 @@ func (s *pgLockstep) claim(ctx context.Context, limit int, locks bool) (smp samp
 	return smp, err
 }
 
-type pgSeed struct {
+type pgLiteral struct {
 	db       *sql.DB
 	rowlocks bool
 }
 
-const pgSeedComment = "lockstep-bench depth scratch table"
+const pgLiteralComment = "lockstep-bench depth scratch table"
 
-func newPgSeed(ctx context.Context, db *sql.DB) (*pgSeed, error) {
+func newPgLiteral(ctx context.Context, db *sql.DB) (*pgLiteral, error) {
 	var comment sql.NullString
 	err := db.QueryRowContext(ctx, "SELECT obj_description(to_regclass('jobs'), 'pg_class')").Scan(&comment)
 	if err != nil {
@@ -255,8 +256,8 @@ func newPgSeed(ctx context.Context, db *sql.DB) (*pgSeed, error) {
 		return nil, fmt.Errorf("depth: look for table jobs: %w", err)
 	}
 	if exists {
-		if comment.String != pgSeedComment {
-			return nil, errors.New("depth: the seed's database has a table named jobs that depth did not create; use an empty database")
+		if comment.String != pgLiteralComment {
+			return nil, errors.New("depth: the literal claim's database has a table named jobs that depth did not create; use an empty database")
 		}
 		if _, err := db.ExecContext(ctx, "DROP TABLE jobs"); err != nil {
 			return nil, fmt.Errorf("depth: drop a previous run's jobs: %w", err)
@@ -272,31 +273,31 @@ func newPgSeed(ctx context.Context, db *sql.DB) (*pgSeed, error) {
   started_at   timestamptz
 )`,
 		"CREATE INDEX idx_jobs_status_available_at ON jobs (status, available_at)",
-		"COMMENT ON TABLE jobs IS '" + pgSeedComment + "'",
+		"COMMENT ON TABLE jobs IS '" + pgLiteralComment + "'",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
-			return nil, fmt.Errorf("depth: create the seed's table: %w", err)
+			return nil, fmt.Errorf("depth: create the literal claim's table: %w", err)
 		}
 	}
-	return &pgSeed{db: db}, nil
+	return &pgLiteral{db: db}, nil
 }
 
-func (s *pgSeed) drop(ctx context.Context) error {
+func (s *pgLiteral) drop(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, "DROP TABLE IF EXISTS jobs"); err != nil {
-		return fmt.Errorf("depth: drop the seed's table: %w", err)
+		return fmt.Errorf("depth: drop the literal claim's table: %w", err)
 	}
 	return nil
 }
 
-func (*pgSeed) name() string         { return "seed" }
-func (*pgSeed) isolation() string    { return "READ COMMITTED" }
-func (s *pgSeed) lockMethod() string { return pgLockMethod(s.rowlocks) }
+func (*pgLiteral) name() string         { return "literal" }
+func (*pgLiteral) isolation() string    { return "READ COMMITTED" }
+func (s *pgLiteral) lockMethod() string { return pgLockMethod(s.rowlocks) }
 
-func pgSeedSelect(limit int) string {
+func pgLiteralSelect(limit int) string {
 	return fmt.Sprintf("SELECT * FROM jobs WHERE status = 'PENDING' AND available_at <= now() ORDER BY id LIMIT %d FOR UPDATE SKIP LOCKED", limit)
 }
 
-func (s *pgSeed) insert(ctx context.Context, after, count int, done bool) error {
+func (s *pgLiteral) insert(ctx context.Context, after, count int, done bool) error {
 	status, attempts, started := "'PENDING'", 0, "NULL::timestamptz"
 	if done {
 		status, attempts, started = "'DONE'", 1, pgAvailableAt
@@ -306,39 +307,39 @@ func (s *pgSeed) insert(ctx context.Context, after, count int, done bool) error 
 	return err
 }
 
-func (s *pgSeed) analyze(ctx context.Context) error { return pgAnalyze(ctx, s.db, "jobs") }
+func (s *pgLiteral) analyze(ctx context.Context) error { return pgAnalyze(ctx, s.db, "jobs") }
 
 // plan explains on a plain pool, with the server's planner settings, as
-// the seed's application would run.
-func (s *pgSeed) plan(ctx context.Context, limit int) (string, error) {
-	return pgExplain(ctx, s.db, nil, pgSeedSelect(limit))
+// the application would run it.
+func (s *pgLiteral) plan(ctx context.Context, limit int) (string, error) {
+	return pgExplain(ctx, s.db, nil, pgLiteralSelect(limit))
 }
 
-func (s *pgSeed) claim(ctx context.Context, limit int, locks bool) (sample, error) {
+func (s *pgLiteral) claim(ctx context.Context, limit int, locks bool) (sample, error) {
 	return s.claimWith(ctx, nil, limit, locks)
 }
 
-// pgSeedIndex is the seed's claim planned through the seed's index, as
+// pgLiteralIndex is the literal claim planned through its index, as
 // the planner does when PENDING rows are few: PostgreSQL has no index
 // hints, so the transaction turns off plain index scans (and sequential
 // scans), which leaves a bitmap scan of idx_jobs_status_available_at and a
 // sort by id.
-type pgSeedIndex struct{ *pgSeed }
+type pgLiteralIndex struct{ *pgLiteral }
 
-var pgSeedIndexSettings = []string{"SET LOCAL enable_indexscan = off", "SET LOCAL enable_seqscan = off"}
+var pgLiteralIndexSettings = []string{"SET LOCAL enable_indexscan = off", "SET LOCAL enable_seqscan = off"}
 
-func (*pgSeedIndex) name() string { return "seed-index" }
+func (*pgLiteralIndex) name() string { return "literal-index" }
 
-func (s *pgSeedIndex) plan(ctx context.Context, limit int) (string, error) {
-	return pgExplain(ctx, s.db, pgSeedIndexSettings, pgSeedSelect(limit))
+func (s *pgLiteralIndex) plan(ctx context.Context, limit int) (string, error) {
+	return pgExplain(ctx, s.db, pgLiteralIndexSettings, pgLiteralSelect(limit))
 }
 
-func (s *pgSeedIndex) claim(ctx context.Context, limit int, locks bool) (sample, error) {
-	return s.claimWith(ctx, pgSeedIndexSettings, limit, locks)
+func (s *pgLiteralIndex) claim(ctx context.Context, limit int, locks bool) (sample, error) {
+	return s.claimWith(ctx, pgLiteralIndexSettings, limit, locks)
 }
 
-// claimWith runs the seed's claim after the settings (untimed).
-func (s *pgSeed) claimWith(ctx context.Context, settings []string, limit int, locks bool) (smp sample, err error) {
+// claimWith runs the literal claim after the settings (untimed).
+func (s *pgLiteral) claimWith(ctx context.Context, settings []string, limit int, locks bool) (smp sample, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return smp, err
@@ -351,7 +352,7 @@ func (s *pgSeed) claimWith(ctx context.Context, settings []string, limit int, lo
 	}
 	smp.rowsLocked = -1
 	if locks && !s.rowlocks {
-		n, err := pgExplainLockRows(ctx, tx, pgSeedSelect(limit))
+		n, err := pgExplainLockRows(ctx, tx, pgLiteralSelect(limit))
 		smp.rowsLocked, smp.claimed = n, int(n)
 		return smp, err
 	}
@@ -362,7 +363,7 @@ func (s *pgSeed) claimWith(ctx context.Context, settings []string, limit int, lo
 		}
 	}
 	begin := time.Now()
-	ids, err := seedSelect(ctx, tx, pgSeedSelect(limit))
+	ids, err := literalSelect(ctx, tx, pgLiteralSelect(limit))
 	if err != nil {
 		return smp, err
 	}

@@ -1,4 +1,4 @@
--- The second seed's table: attempts of runs.
+-- The attempt table of the claim/cancel deadlock: attempts of runs.
 CREATE TABLE attempt (
   id     BIGINT PRIMARY KEY,
   run_id BIGINT NOT NULL,

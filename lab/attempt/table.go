@@ -1,6 +1,7 @@
-// Package seed is the second seed's scratch schema: its `attempt` table,
-// its data distributions, and the variants of its two statements (the
-// claim and the cancel) that the lab reproduces, races and explains. The
+// Package attempt is the claim/cancel deadlock's scratch schema: the
+// `attempt` table (attempts of runs), its data distributions, and the
+// variants of its two statements (the claim by PRIMARY KEY and the range
+// cancel of a run) that the lab reproduces, races and explains. The
 // lab creates the table in a database the user names and drops it after.
 package attempt
 
@@ -16,8 +17,9 @@ import (
 // exists and was not made by the lab.
 const Table = "attempt"
 
-// schema is the seed's table, with the composite index the seed tried as a
-// third fix added only by the variant that needs it.
+// schema is the attempt table, with the composite (run_id, status) index,
+// the third fix the published measurements tried, added only by the
+// variant that needs it.
 const schema = `CREATE TABLE attempt (
   id     BIGINT PRIMARY KEY,
   run_id BIGINT NOT NULL,
@@ -30,7 +32,7 @@ const labComment = "lockstep lab scratch table"
 
 // ErrExists is returned when an `attempt` table exists that the lab did
 // not create: the lab never drops a user's table.
-var ErrExists = errors.New("seed: a table named attempt exists and was not created by the lockstep lab; use another database")
+var ErrExists = errors.New("attempt: a table named attempt exists and was not created by the lockstep lab; use another database")
 
 // Create makes the scratch table, replacing one a previous lab run left.
 func Create(ctx context.Context, db *sql.DB) error {
@@ -39,7 +41,7 @@ func Create(ctx context.Context, db *sql.DB) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return fmt.Errorf("seed: look for table %s: %w", Table, err)
+		return fmt.Errorf("attempt: look for table %s: %w", Table, err)
 	case comment != labComment:
 		return ErrExists
 	default:
@@ -48,7 +50,7 @@ func Create(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
-		return fmt.Errorf("seed: create table: %w", err)
+		return fmt.Errorf("attempt: create table: %w", err)
 	}
 	return nil
 }
@@ -56,7 +58,7 @@ func Create(ctx context.Context, db *sql.DB) error {
 // Drop removes the scratch table.
 func Drop(ctx context.Context, db *sql.DB) error {
 	if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS attempt"); err != nil {
-		return fmt.Errorf("seed: drop table: %w", err)
+		return fmt.Errorf("attempt: drop table: %w", err)
 	}
 	return nil
 }
@@ -72,21 +74,24 @@ type Distribution struct {
 	TargetSize, TargetPending int
 }
 
-// Target is the run the statements work on: run 3, as in the seed.
+// Target is the run the statements work on: run 3, as in the published
+// measurements.
 const Target = 3
 
-// Distributions are the seed's: its own table, then the three shapes of run
-// 3 its EXPLAIN section compares.
+// Distributions are the published ones: the two-pending table the
+// published reproduction ran on, then the three shapes of run 3 whose
+// EXPLAINs the published measurements compare.
 func Distributions() []Distribution {
 	return []Distribution{
-		{Name: "seed table: 10 runs × 100, 2 PENDING each", Runs: 10, RunSize: 100, Pending: 2},
+		{Name: "two-pending: 10 runs × 100, 2 PENDING each", Runs: 10, RunSize: 100, Pending: 2},
 		{Name: "run 3 fresh: 100 PENDING; 99 runs × 100 DONE", Runs: 100, RunSize: 100, TargetPending: 100},
 		{Name: "run 3: 5 PENDING / 95 DONE; 99 runs × 100 DONE", Runs: 100, RunSize: 100, TargetPending: 5},
 		{Name: "run 3: 2 PENDING / 998 DONE; 99 runs × 100 DONE", Runs: 100, RunSize: 100, TargetSize: 1000, TargetPending: 2},
 	}
 }
 
-// SeedData is the seed's own table: the data the reproduction uses.
+// SeedData is the two-pending table (10 runs × 100, the last 2 of each
+// PENDING): the data the reproduction and the race use.
 func SeedData() Distribution { return Distributions()[0] }
 
 // ParseDistribution reads NAME:RUNSIZE:PENDING (run 3's size and PENDING
@@ -96,13 +101,13 @@ func ParseDistribution(s string) (Distribution, error) {
 	var d Distribution
 	parts := strings.Split(s, ":")
 	if len(parts) != 3 {
-		return d, fmt.Errorf("seed: distribution %q: want NAME:RUNSIZE:PENDING, e.g. \"tail:500:3\"", s)
+		return d, fmt.Errorf("attempt: distribution %q: want NAME:RUNSIZE:PENDING, e.g. \"tail:500:3\"", s)
 	}
 	if _, err := fmt.Sscanf(parts[1]+" "+parts[2], "%d %d", &d.TargetSize, &d.TargetPending); err != nil {
-		return d, fmt.Errorf("seed: distribution %q: RUNSIZE and PENDING must be numbers", s)
+		return d, fmt.Errorf("attempt: distribution %q: RUNSIZE and PENDING must be numbers", s)
 	}
 	if d.TargetSize < 1 || d.TargetSize > 1_000_000 || d.TargetPending < 0 || d.TargetPending > d.TargetSize {
-		return d, fmt.Errorf("seed: distribution %q: need 1 <= RUNSIZE <= 1000000 and 0 <= PENDING <= RUNSIZE", s)
+		return d, fmt.Errorf("attempt: distribution %q: need 1 <= RUNSIZE <= 1000000 and 0 <= PENDING <= RUNSIZE", s)
 	}
 	d.Name, d.Runs, d.RunSize = parts[0], 100, 100
 	return d, nil
@@ -112,7 +117,7 @@ func ParseDistribution(s string) (Distribution, error) {
 // statistics the optimizer plans with.
 func Load(ctx context.Context, db *sql.DB, d Distribution) error {
 	if d.Runs < Target || d.RunSize < 1 {
-		return fmt.Errorf("seed: distribution %q needs at least %d runs", d.Name, Target)
+		return fmt.Errorf("attempt: distribution %q needs at least %d runs", d.Name, Target)
 	}
 	size := func(run int) int {
 		if run == Target && d.TargetSize > 0 {
@@ -127,10 +132,10 @@ func Load(ctx context.Context, db *sql.DB, d Distribution) error {
 		return d.Pending
 	}
 	if _, err := db.ExecContext(ctx, "TRUNCATE TABLE attempt"); err != nil {
-		return fmt.Errorf("seed: load %s: %w", d.Name, err)
+		return fmt.Errorf("attempt: load %s: %w", d.Name, err)
 	}
 	// Ids run on from one run to the next; each run's PENDING attempts are
-	// its highest ids, as in the seed (ids ending in 99 and 00).
+	// its highest ids (in the two-pending table, ids ending in 99 and 00).
 	first := int64(1)
 	for run := 1; run <= d.Runs; run++ {
 		n, p := size(run), pending(run)
@@ -138,13 +143,13 @@ func Load(ctx context.Context, db *sql.DB, d Distribution) error {
 			SELECT %d + n, %d, IF(n >= %d, 'PENDING', 'DONE') FROM %s WHERE n < %d`,
 			first, run, n-p, numbers(n), n)
 		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("seed: load %s: %w", d.Name, err)
+			return fmt.Errorf("attempt: load %s: %w", d.Name, err)
 		}
 		first += int64(n)
 	}
 	rows, err := db.QueryContext(ctx, "ANALYZE TABLE attempt")
 	if err != nil {
-		return fmt.Errorf("seed: analyze: %w", err)
+		return fmt.Errorf("attempt: analyze: %w", err)
 	}
 	return rows.Close()
 }

@@ -1,4 +1,4 @@
--- The seed's table: 10 runs of 100, ids ending in 99 and 00 PENDING.
+-- The two-pending table: 10 runs of 100, ids ending in 99 and 00 PENDING.
 TRUNCATE TABLE attempt;
 INSERT INTO attempt (id, run_id, status)
 SELECT n, (n - 1) DIV 100 + 1, IF(n % 100 IN (99, 0), 'PENDING', 'DONE')
