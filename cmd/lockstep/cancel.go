@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 func newCancelCmd(c *cli) *cobra.Command {
@@ -52,9 +53,9 @@ func newCancelRunCmd(c *cli) *cobra.Command {
 					out.Cancelled = []int64{}
 				}
 				if asJSON {
-					return outJSON(c.stdout, out)
+					return clienv.JSON(c.Stdout, out)
 				}
-				_, err = fmt.Fprintf(c.stdout, "run %d (%s) is %s; %d of its jobs were cancelled\n",
+				_, err = fmt.Fprintf(c.Stdout, "run %d (%s) is %s; %d of its jobs were cancelled\n",
 					res.Run.ID, outSafe(res.Run.Name, false), res.Run.Status, len(res.Cancelled))
 				return err
 			})
@@ -99,13 +100,13 @@ cancelled.`,
 					return fmt.Errorf("cannot cancel job %d: it is %s; only PENDING or RUNNING jobs can be cancelled", id, job.Status)
 				}
 				if asJSON {
-					return outJSON(c.stdout, jobChangeOut{Changed: ok, Job: toJobOut(job)})
+					return clienv.JSON(c.Stdout, jobChangeOut{Changed: ok, Job: toJobOut(job)})
 				}
 				if !ok {
-					_, err = fmt.Fprintf(c.stdout, "job %d was already CANCELLED\n", id)
+					_, err = fmt.Fprintf(c.Stdout, "job %d was already CANCELLED\n", id)
 					return err
 				}
-				_, err = fmt.Fprintf(c.stdout, "job %d is CANCELLED\n", id)
+				_, err = fmt.Fprintf(c.Stdout, "job %d is CANCELLED\n", id)
 				return err
 			})
 		},

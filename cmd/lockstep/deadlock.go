@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/lockdiag/deadlock"
 )
@@ -57,7 +57,7 @@ prints each report instead).`,
 			live := cmd.Flags().Changed("dsn")
 			var db *sql.DB
 			if live {
-				d, err := c.openDriver(ctx)
+				d, err := c.OpenDriver(ctx)
 				if err != nil {
 					return err
 				}
@@ -74,7 +74,7 @@ prints each report instead).`,
 			reports, perr := deadlock.ParseString(text)
 			if len(reports) == 0 {
 				if errors.Is(perr, deadlock.ErrNoReport) && db != nil && len(args) == 0 {
-					fmt.Fprintln(c.stdout, "no deadlock: SHOW ENGINE INNODB STATUS has no LATEST DETECTED DEADLOCK section (none since the server started)")
+					fmt.Fprintln(c.Stdout, "no deadlock: SHOW ENGINE INNODB STATUS has no LATEST DETECTED DEADLOCK section (none since the server started)")
 					return nil
 				}
 				return fmt.Errorf("decode %s: %w", source, perr)
@@ -82,7 +82,7 @@ prints each report instead).`,
 			if perr != nil {
 				// Keep what decoded: one garbled block in a long error log
 				// should not hide the others.
-				fmt.Fprintf(c.stderr, "warning: %s: some reports were skipped: %v\n", source, perr)
+				fmt.Fprintf(c.Stderr, "warning: %s: some reports were skipped: %v\n", source, perr)
 			}
 			if db != nil {
 				if err := deadlock.NameFields(reports, infoSchemaColumns(ctx, db)); err != nil {
@@ -97,9 +97,7 @@ prints each report instead).`,
 				groups = deadlock.Aggregate(reports)
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return clienv.JSON(c.Stdout, struct {
 					Reports []*deadlock.Report `json:"reports"`
 					Groups  []*deadlock.Group  `json:"groups,omitempty"`
 				}{reports, groups})
@@ -107,20 +105,20 @@ prints each report instead).`,
 			if !aggregate {
 				for i, r := range reports {
 					if i > 0 {
-						fmt.Fprintln(c.stdout, "\n"+strings.Repeat("=", 72))
+						fmt.Fprintln(c.Stdout, "\n"+strings.Repeat("=", 72))
 					}
-					if err := r.WriteText(c.stdout); err != nil {
+					if err := r.WriteText(c.Stdout); err != nil {
 						return err
 					}
 				}
 				return nil
 			}
-			if err := deadlock.WriteAggregate(c.stdout, len(reports), groups); err != nil {
+			if err := deadlock.WriteAggregate(c.Stdout, len(reports), groups); err != nil {
 				return err
 			}
 			for i, g := range groups {
-				fmt.Fprintf(c.stdout, "\n%s\nGroup #%d, first occurrence:\n", strings.Repeat("=", 72), i+1)
-				if err := g.Example.WriteText(c.stdout); err != nil {
+				fmt.Fprintf(c.Stdout, "\n%s\nGroup #%d, first occurrence:\n", strings.Repeat("=", 72), i+1)
+				if err := g.Example.WriteText(c.Stdout); err != nil {
 					return err
 				}
 			}

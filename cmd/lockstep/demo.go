@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/lockstep-queue/lockstep"
 
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/migrate"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
@@ -59,24 +59,22 @@ to keep. The library's own log lines are shown from level error only,
 unless --log-level is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger := c.logger
+			logger := c.Logger
 			if !cmd.Flags().Changed("log-level") {
 				// Retries, snoozes and discarded results are what the demo
 				// is about; the summary tells them better than the logs.
-				logger = c.newLogger(slog.LevelError)
+				logger = c.NewLogger(slog.LevelError)
 			}
 			rep, err := runDemo(cmd.Context(), demoOptions{
-				dbPath: dbPath, logger: logger, progress: progressWriter(c.stdout, asJSON),
+				dbPath: dbPath, logger: logger, progress: progressWriter(c.Stdout, asJSON),
 			})
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return clienv.JSON(c.Stdout, rep)
 			}
-			return rep.writeText(c.stdout)
+			return rep.writeText(c.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&dbPath, "db", "", "SQLite file to use and keep (default: a temporary file, removed afterwards)")

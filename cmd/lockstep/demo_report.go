@@ -6,10 +6,10 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 // demoReport is the demo's summary, built from the database after every
@@ -287,7 +287,7 @@ func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
 // writeText prints the report for people.
 func (r *demoReport) writeText(w io.Writer) error {
 	fmt.Fprintf(w, "\nRuns\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := clienv.Table(w)
 	fmt.Fprintln(tw, "  RUN\tNAME\tSTATUS\tJOBS\tDONE\tFAILED\tCANCELLED\tPENDING\tRUNNING")
 	for _, x := range r.Runs {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", x.ID, x.Name, x.Status, x.Jobs, x.Done, x.Failed, x.Cancelled, x.Pending, x.Running)
@@ -297,7 +297,7 @@ func (r *demoReport) writeText(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "  (a run is stored ACTIVE or CANCELLED; that it is complete is read from its jobs' counts)")
 	fmt.Fprintf(w, "\nKinds\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw = clienv.Table(w)
 	fmt.Fprintln(tw, "  KIND\tJOBS\tATTEMPTS\tSNOOZES\tERRORS\tDONE\tFAILED\tCANCELLED")
 	for _, k := range r.Kinds {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", k.Kind, k.Jobs, k.Attempts, k.Snoozes, k.Errors, k.Done, k.Failed, k.Cancelled)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 // maxArgsInput bounds what enqueue reads from --args-file; the client's
@@ -89,17 +90,17 @@ is printed, and a note on standard error says nothing was enqueued.`,
 					return fmt.Errorf("enqueue: a job with the same unique key existed but has just left PENDING/RUNNING; nothing was enqueued%s, try again", note)
 				}
 				if res.Duplicate {
-					fmt.Fprintf(c.stderr, "duplicate: job %d holds the same unique key; nothing was enqueued%s\n", res.ID, note)
+					fmt.Fprintf(c.Stderr, "duplicate: job %d holds the same unique key; nothing was enqueued%s\n", res.ID, note)
 				}
 				if !o.asJSON {
-					_, err := fmt.Fprintln(c.stdout, res.ID)
+					_, err := fmt.Fprintln(c.Stdout, res.ID)
 					return err
 				}
 				job, err := client.Job(ctx, res.ID)
 				if err != nil {
 					return fmt.Errorf("read job %d back: %w", res.ID, err)
 				}
-				return outJSON(c.stdout, enqueueOut{jobOut: toJobOut(job), Duplicate: res.Duplicate})
+				return clienv.JSON(c.Stdout, enqueueOut{jobOut: toJobOut(job), Duplicate: res.Duplicate})
 			})
 		},
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
@@ -95,7 +96,7 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 // server time out slow clients at every stage (a connection that sends a
 // header byte a minute holds nothing for long) and bound header size.
 func TestHTTPServersHaveLimits(t *testing.T) {
-	c := &cli{logger: slog.New(slog.DiscardHandler)}
+	c := &cli{Env: &clienv.Env{Logger: slog.New(slog.DiscardHandler)}}
 	srv := c.newHTTPServer(http.NotFoundHandler())
 	require.Positive(t, srv.ReadHeaderTimeout)
 	require.LessOrEqual(t, srv.ReadHeaderTimeout, 10*time.Second)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 type jobsListOptions struct {
@@ -85,18 +86,18 @@ func (c *cli) jobsList(ctx context.Context, o jobsListOptions) error {
 			return err
 		}
 		if o.asJSON {
-			return outJSON(c.stdout, toJobPageOut(page))
+			return clienv.JSON(c.Stdout, toJobPageOut(page))
 		}
 		if len(page.Jobs) == 0 && page.Next == 0 {
-			_, err := fmt.Fprintln(c.stdout, "no jobs")
+			_, err := fmt.Fprintln(c.Stdout, "no jobs")
 			return err
 		}
 		if len(page.Jobs) > 0 {
-			if err := writeJobsTable(c.stdout, page.Jobs); err != nil {
+			if err := writeJobsTable(c.Stdout, page.Jobs); err != nil {
 				return err
 			}
 		}
-		writeNextHint(c.stdout, len(page.Jobs), page.Next, page.Examined)
+		writeNextHint(c.Stdout, len(page.Jobs), page.Next, page.Examined)
 		return nil
 	})
 }
@@ -119,9 +120,9 @@ func newJobsShowCmd(c *cli) *cobra.Command {
 					return notFoundAs(err, "job", id)
 				}
 				if asJSON {
-					return outJSON(c.stdout, toJobOut(job))
+					return clienv.JSON(c.Stdout, toJobOut(job))
 				}
-				return writeJobDetail(c.stdout, job)
+				return writeJobDetail(c.Stdout, job)
 			})
 		},
 	}

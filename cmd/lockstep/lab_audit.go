@@ -38,7 +38,7 @@ MySQL and MariaDB only. Exits 1 when something is flagged.`,
 			if err != nil {
 				return err
 			}
-			drv, err := c.openDriver(ctx)
+			drv, err := c.OpenDriver(ctx)
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ MySQL and MariaDB only. Exits 1 when something is flagged.`,
 			if err != nil {
 				return err
 			}
-			if err := rep.WriteText(c.stdout); err != nil {
+			if err := rep.WriteText(c.Stdout); err != nil {
 				return err
 			}
 			if len(rep.Findings) > 0 {

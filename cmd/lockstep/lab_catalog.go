@@ -42,7 +42,7 @@ text follows the table. No database is needed.`,
 			if err != nil {
 				return err
 			}
-			return writeCatalog(c.stdout, cat, withSQL)
+			return writeCatalog(c.Stdout, cat, withSQL)
 		},
 	}
 	cmd.Flags().StringVar(&dialect, "dialect", "mariadb", "mariadb, mysql, postgres or sqlite")

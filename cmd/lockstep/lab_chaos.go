@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/lab/chaos"
 )
@@ -41,7 +41,7 @@ must be migrated and hold no job; the jobs are left behind for inspection.`,
 		Example: `  lockstep lab chaos --dsn postgres://localhost/scratch --jobs 50000`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if strings.TrimSpace(c.dsn) == "" {
+			if strings.TrimSpace(c.DSN) == "" {
 				return errors.New("lab chaos needs --dsn (or $LOCKSTEP_DSN) naming a scratch database; it will not default to ./" + dsn.DefaultSQLitePath)
 			}
 			bin, err := os.Executable()
@@ -52,27 +52,25 @@ must be migrated and hold no job; the jobs are left behind for inspection.`,
 			if err != nil {
 				return fmt.Errorf("lab chaos: %w", err)
 			}
-			cfg.Binary, cfg.DSN, cfg.LogDir = bin, c.dsn, logs
+			cfg.Binary, cfg.DSN, cfg.LogDir = bin, c.DSN, logs
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = uint64(time.Now().UnixNano())
 			}
-			cfg.Progress = c.stdout
+			cfg.Progress = c.Stdout
 			if asJSON {
-				cfg.Progress = c.stderr
+				cfg.Progress = c.Stderr
 			}
 			fmt.Fprintf(cfg.Progress, "chaos: seed %d; worker logs in %s\n", cfg.Seed, logs)
 			res, err := chaos.Run(cmd.Context(), cfg)
 			if res != nil {
 				if asJSON {
-					enc := json.NewEncoder(c.stdout)
-					enc.SetIndent("", "  ")
-					if eerr := enc.Encode(res); eerr != nil {
+					if eerr := clienv.JSON(c.Stdout, res); eerr != nil {
 						return errors.Join(err, eerr)
 					}
 				} else {
-					fmt.Fprintln(c.stdout, res.String())
+					fmt.Fprintln(c.Stdout, res.String())
 					for _, p := range res.Problems {
-						fmt.Fprintln(c.stdout, "problem:", p)
+						fmt.Fprintln(c.Stdout, "problem:", p)
 					}
 				}
 			}

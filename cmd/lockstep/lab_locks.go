@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/lab/repro"
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
@@ -31,7 +31,7 @@ need the PROCESS privilege.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			drv, err := c.openDriver(ctx)
+			drv, err := c.OpenDriver(ctx)
 			if err != nil {
 				return err
 			}
@@ -45,7 +45,7 @@ need the PROCESS privilege.`,
 				// sessions hold the queue's, and on PostgreSQL it plans the
 				// pg_locks queries without the queue pool's settings.
 				db := drv.DB()
-				monitor, err := c.openMonitorDB(ctx)
+				monitor, err := c.OpenMonitorDB(ctx)
 				if err != nil {
 					return err
 				}
@@ -57,13 +57,13 @@ need the PROCESS privilege.`,
 				if err != nil {
 					return err
 				}
-				return writeLocks(c.stdout, flavor, locks)
+				return writeLocks(c.Stdout, flavor, locks)
 			}
 			opts, err := reproOptions(variant, claimPlan, isolation)
 			if err != nil {
 				return err
 			}
-			observer, err := c.openDriver(ctx)
+			observer, err := c.OpenDriver(ctx)
 			if err != nil {
 				return err
 			}
@@ -78,12 +78,12 @@ need the PROCESS privilege.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "while session B (the cancel, %s) waits for session A (the claim, holding PRIMARY 300):\n\n", opts.Cancel.Name)
-			if err := writeLocks(c.stdout, flavor, snapshot); err != nil {
+			fmt.Fprintf(c.Stdout, "while session B (the cancel, %s) waits for session A (the claim, holding PRIMARY 300):\n\n", opts.Cancel.Name)
+			if err := writeLocks(c.Stdout, flavor, snapshot); err != nil {
 				return err
 			}
-			fmt.Fprintln(c.stdout, "\nthen:")
-			return res.WriteText(c.stdout)
+			fmt.Fprintln(c.Stdout, "\nthen:")
+			return res.WriteText(c.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&variant, "variant", "range-status", "the cancel: range-status, range-run, composite, ids-then-primary or range")
@@ -94,7 +94,7 @@ need the PROCESS privilege.`,
 }
 
 func writeLocks(w io.Writer, f lockview.Flavor, locks []lockview.Lock) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := clienv.Table(w)
 	fmt.Fprintln(tw, "TRX\tSESSION\tTABLE\tINDEX\tMODE\tSTATUS\tLOCK DATA")
 	for _, l := range locks {
 		status := "GRANTED"

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/lab/planguard"
 )
 
@@ -39,7 +39,7 @@ at a scratch database with the lockstep schema ('lockstep migrate up').`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			drv, err := c.openDriver(ctx)
+			drv, err := c.OpenDriver(ctx)
 			if err != nil {
 				return err
 			}
@@ -64,12 +64,10 @@ at a scratch database with the lockstep schema ('lockstep migrate up').`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := clienv.JSON(c.Stdout, rep); err != nil {
 					return err
 				}
-			} else if err := rep.WriteText(c.stdout, verbose); err != nil {
+			} else if err := rep.WriteText(c.Stdout, verbose); err != nil {
 				return err
 			}
 			if len(rep.Failed()) > 0 {

@@ -65,7 +65,7 @@ rounds per experiment). --seed fixes the claim orders.`,
 				}
 				cells = []cell{{cn, cl}}
 			}
-			db, err := openRaceDB(ctx, c.dsn, level)
+			db, err := openRaceDB(ctx, c.DSN, level)
 			if err != nil {
 				return err
 			}
@@ -74,7 +74,7 @@ rounds per experiment). --seed fixes the claim orders.`,
 			var results []*race.Result
 			for _, ce := range cells {
 				bar := progressbar.NewOptions(rounds,
-					progressbar.OptionSetWriter(c.stderr),
+					progressbar.OptionSetWriter(c.Stderr),
 					progressbar.OptionSetDescription(fmt.Sprintf("%-16s × claim %-7s", ce.cancel.Name, ce.claim.Name)),
 					progressbar.OptionShowCount(),
 					progressbar.OptionSetWidth(30),
@@ -87,7 +87,7 @@ rounds per experiment). --seed fixes the claim orders.`,
 				}
 				results = append(results, r)
 			}
-			if err := race.WriteTable(c.stdout, results); err != nil {
+			if err := race.WriteTable(c.Stdout, results); err != nil {
 				return err
 			}
 			if outDir == "" {
@@ -108,7 +108,7 @@ rounds per experiment). --seed fixes the claim orders.`,
 					return fmt.Errorf("race: write %s: %w", name, err)
 				}
 			}
-			fmt.Fprintf(c.stdout, "wrote %s and %s\n", filepath.Join(outDir, "race.csv"), filepath.Join(outDir, "race.svg"))
+			fmt.Fprintf(c.Stdout, "wrote %s and %s\n", filepath.Join(outDir, "race.csv"), filepath.Join(outDir, "race.svg"))
 			return nil
 		},
 	}

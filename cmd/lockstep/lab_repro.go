@@ -67,12 +67,12 @@ The table is dropped afterwards (--keep leaves it).`,
 				return err
 			}
 			opts.Keep = keep
-			sessions, err := c.openDriver(ctx)
+			sessions, err := c.OpenDriver(ctx)
 			if err != nil {
 				return err
 			}
 			defer func() { _ = sessions.Close() }()
-			observer, err := c.openDriver(ctx)
+			observer, err := c.OpenDriver(ctx)
 			if err != nil {
 				return err
 			}
@@ -81,8 +81,8 @@ The table is dropped afterwards (--keep leaves it).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "variant %s (%s), claim plan %s, %s\n", opts.Cancel.Name, opts.Cancel.About, opts.Claim.Name, isolation)
-			return res.WriteText(c.stdout)
+			fmt.Fprintf(c.Stdout, "variant %s (%s), claim plan %s, %s\n", opts.Cancel.Name, opts.Cancel.About, opts.Claim.Name, isolation)
+			return res.WriteText(c.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&variant, "variant", "range", "the cancel: range-status, range-run, composite, ids-then-primary or range (no hint)")
@@ -120,7 +120,7 @@ The table is created in the database --dsn names and dropped afterwards.`,
 			if statement != "" {
 				stmt = attempt.Stmt{SQL: statement}
 			}
-			drv, err := c.openDriver(ctx)
+			drv, err := c.OpenDriver(ctx)
 			if err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ The table is created in the database --dsn names and dropped afterwards.`,
 			if err != nil {
 				return err
 			}
-			return explain.WriteText(c.stdout, stmt, rows)
+			return explain.WriteText(c.Stdout, stmt, rows)
 		},
 	}
 	cmd.Flags().StringVar(&statement, "statement", "", "the statement to explain, on table attempt (default: the seed's cancel of run 3)")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/lab/soak"
 )
@@ -63,11 +63,11 @@ locks too. On PostgreSQL, pool_max_conns defaults to what the workers need.`,
 			if !cmd.Flags().Changed("seed") {
 				o.seed = uint64(time.Now().UnixNano())
 			}
-			logger := c.logger
+			logger := c.Logger
 			if !cmd.Flags().Changed("log-level") {
 				// Retries, reaps and discarded results are the soak's daily
 				// bread; its report tells them better than the logs.
-				logger = c.newLogger(slog.LevelError)
+				logger = c.NewLogger(slog.LevelError)
 			}
 			return runLabSoak(cmd.Context(), c, o, logger)
 		},
@@ -86,13 +86,13 @@ locks too. On PostgreSQL, pool_max_conns defaults to what the workers need.`,
 }
 
 func runLabSoak(ctx context.Context, c *cli, o labSoakOptions, logger *slog.Logger) error {
-	if strings.TrimSpace(c.dsn) == "" {
+	if strings.TrimSpace(c.DSN) == "" {
 		return errors.New("lab soak needs --dsn (or $LOCKSTEP_DSN) naming a scratch database; it will not default to ./" + dsn.DefaultSQLitePath)
 	}
 	if o.duration <= 0 {
 		return fmt.Errorf("--duration must be positive, got %s", o.duration)
 	}
-	p, err := dsn.Parse(c.dsn)
+	p, err := dsn.Parse(c.DSN)
 	if err != nil {
 		return err
 	}
@@ -100,9 +100,9 @@ func runLabSoak(ctx context.Context, c *cli, o labSoakOptions, logger *slog.Logg
 	if err != nil {
 		return err
 	}
-	progress := c.stdout
+	progress := c.Stdout
 	if o.json {
-		progress = c.stderr
+		progress = c.Stderr
 	}
 	res, err := soak.Run(ctx, soak.Config{
 		Open: open, Duration: o.duration, Pools: o.pools, Workers: o.workers, Queues: o.queues,
@@ -112,15 +112,13 @@ func runLabSoak(ctx context.Context, c *cli, o labSoakOptions, logger *slog.Logg
 	if res == nil {
 		return err
 	}
-	warn := c.stdout
+	warn := c.Stdout
 	if o.json {
-		warn = c.stderr
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		if eerr := enc.Encode(res); eerr != nil {
+		warn = c.Stderr
+		if eerr := clienv.JSON(c.Stdout, res); eerr != nil {
 			return errors.Join(err, eerr)
 		}
-	} else if werr := res.WriteTable(c.stdout); werr != nil {
+	} else if werr := res.WriteTable(c.Stdout); werr != nil {
 		return errors.Join(err, werr)
 	}
 	if missing := res.Unexercised(); len(missing) > 0 {

@@ -25,7 +25,7 @@ import (
 // collectors.
 func (c *cli) newMetrics(db *sql.DB) (*prometheus.Registry, *metrics.Metrics, error) {
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg, metrics.Options{Logger: c.logger})
+	m, err := metrics.New(reg, metrics.Options{Logger: c.Logger})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -43,7 +43,7 @@ func (c *cli) newMetrics(db *sql.DB) (*prometheus.Registry, *metrics.Metrics, er
 
 // metricsHandler serves a registry in the Prometheus text format.
 func (c *cli) metricsHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(c.Logger.Handler(), slog.LevelWarn)})
 }
 
 // newHTTPServer is an http.Server with every timeout set, logging through
@@ -56,7 +56,7 @@ func (c *cli) newHTTPServer(h http.Handler) *http.Server {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(c.Logger.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -79,7 +79,7 @@ func (c *cli) serveWorkerMetrics(ctx context.Context, addr, token string, reg *p
 		defer cancel()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := db.PingContext(pctx); err != nil {
-			c.logger.Warn("healthz: database unreachable", "err", err)
+			c.Logger.Warn("healthz: database unreachable", "err", err)
 			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
 			return
 		}
@@ -94,10 +94,10 @@ func (c *cli) serveWorkerMetrics(ctx context.Context, addr, token string, reg *p
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			c.logger.Error("metrics server stopped", "err", err)
+			c.Logger.Error("metrics server stopped", "err", err)
 		}
 	}()
-	c.logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics", "auth", token != "")
+	c.Logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics", "auth", token != "")
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +13,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
@@ -43,7 +42,7 @@ apply schema with their own migration tool can take the SQL from
 
 // withMigrator opens the database and runs fn with its migrator.
 func (c *cli) withMigrator(ctx context.Context, fn func(m *migrate.Migrator) error) error {
-	d, err := c.openDriver(ctx)
+	d, err := c.OpenDriver(ctx)
 	if err != nil {
 		return err
 	}
@@ -64,15 +63,15 @@ func newMigrateUpCmd(c *cli) *cobra.Command {
 			return c.withMigrator(cmd.Context(), func(m *migrate.Migrator) error {
 				done, err := m.Up(cmd.Context())
 				for _, mig := range done {
-					fmt.Fprintf(c.stdout, "applied  %04d_%s\n", mig.Version, mig.Name)
+					fmt.Fprintf(c.Stdout, "applied  %04d_%s\n", mig.Version, mig.Name)
 				}
 				if err != nil {
 					return err
 				}
 				if len(done) == 0 {
-					fmt.Fprintf(c.stdout, "schema is up to date (version %d)\n", m.Latest())
+					fmt.Fprintf(c.Stdout, "schema is up to date (version %d)\n", m.Latest())
 				} else {
-					fmt.Fprintf(c.stdout, "schema is at version %d\n", m.Latest())
+					fmt.Fprintf(c.Stdout, "schema is at version %d\n", m.Latest())
 				}
 				return nil
 			})
@@ -97,20 +96,20 @@ in them.`,
 			return c.withMigrator(cmd.Context(), func(m *migrate.Migrator) error {
 				done, err := m.Down(cmd.Context(), steps)
 				for _, mig := range done {
-					fmt.Fprintf(c.stdout, "reverted %04d_%s\n", mig.Version, mig.Name)
+					fmt.Fprintf(c.Stdout, "reverted %04d_%s\n", mig.Version, mig.Name)
 				}
 				if err != nil {
 					return err
 				}
 				if len(done) == 0 {
-					fmt.Fprintln(c.stdout, "nothing to revert: no migration is applied")
+					fmt.Fprintln(c.Stdout, "nothing to revert: no migration is applied")
 					return nil
 				}
 				v, err := m.Version(cmd.Context())
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(c.stdout, "schema is at version %d\n", v)
+				fmt.Fprintf(c.Stdout, "schema is at version %d\n", v)
 				return nil
 			})
 		},
@@ -149,11 +148,9 @@ func newMigrateStatusCmd(c *cli) *cobra.Command {
 						}
 						out = append(out, j)
 					}
-					enc := json.NewEncoder(c.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(out)
+					return clienv.JSON(c.Stdout, out)
 				}
-				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+				tw := clienv.Table(c.Stdout)
 				fmt.Fprintln(tw, "VERSION\tNAME\tSTATE\tAPPLIED_AT")
 				for _, s := range st {
 					state, at := "pending", "-"
@@ -201,7 +198,7 @@ migration tool. It connects to nothing. Without --dialect, the dialect of
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d := strings.ToLower(dialect)
 			if d == "" {
-				p, err := dsn.Parse(c.dsn)
+				p, err := dsn.Parse(c.DSN)
 				if err != nil {
 					return errors.Join(errors.New("no --dialect given and --dsn is not usable"), err)
 				}
@@ -215,7 +212,7 @@ migration tool. It connects to nothing. Without --dialect, the dialect of
 			if err != nil {
 				return fmt.Errorf("load %s migrations: %w", d, err)
 			}
-			_, err = fmt.Fprint(c.stdout, migrate.Print(ms, down))
+			_, err = fmt.Fprint(c.Stdout, migrate.Print(ms, down))
 			return err
 		},
 	}

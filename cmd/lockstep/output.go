@@ -9,10 +9,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/rowtype"
 
 	"github.com/lockstep-queue/lockstep"
@@ -31,12 +31,12 @@ var allStatuses = []lockstep.JobStatus{
 // withQueueClient opens the database named by --dsn and runs fn with a
 // client that enqueues and reads but runs no workers.
 func (c *cli) withQueueClient(ctx context.Context, fn func(*lockstep.Client) error) error {
-	d, err := c.openDriver(ctx)
+	d, err := c.OpenDriver(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = d.Close() }()
-	client, err := lockstep.NewClient(d, lockstep.Config{Logger: c.logger})
+	client, err := lockstep.NewClient(d, lockstep.Config{Logger: c.Logger})
 	if err != nil {
 		return err
 	}
@@ -68,18 +68,6 @@ func notFoundAs(err error, what string, id int64) error {
 		return fmt.Errorf("%s %d not found", what, id)
 	}
 	return err
-}
-
-// outJSON writes v as indented JSON.
-func outJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// outTable starts an aligned table.
-func outTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
 // outTime formats a time for tables: UTC, to the second; "-" when unset.
@@ -250,7 +238,7 @@ func toJobPageOut(p *lockstep.JobPage) jobPageOut {
 
 // writeJobsTable writes jobs as a table, newest first as given.
 func writeJobsTable(w io.Writer, jobs []*lockstep.JobRow) error {
-	tw := outTable(w)
+	tw := clienv.Table(w)
 	fmt.Fprintln(tw, "ID\tRUN\tQUEUE\tKIND\tSTATUS\tATTEMPTS\tCREATED\tLAST_ERROR")
 	for _, j := range jobs {
 		run := "-"
@@ -277,7 +265,7 @@ func writeNextHint(w io.Writer, shown int, next int64, examined int) {
 // writeJobDetail writes every field of a job, its args indented and its
 // error history.
 func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
-	tw := outTable(w)
+	tw := clienv.Table(w)
 	run := "-"
 	if j.RunID != 0 {
 		run = strconv.FormatInt(j.RunID, 10)
@@ -406,7 +394,7 @@ func (r runOut) progress() string {
 }
 
 func writeRunsTable(w io.Writer, runs []runOut) error {
-	tw := outTable(w)
+	tw := clienv.Table(w)
 	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED\tCREATED")
 	for _, r := range runs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s", r.ID, outCell(r.Name, 40), r.state(), r.progress())

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/rowtype"
 
 	"github.com/spf13/cobra"
@@ -140,7 +141,7 @@ func (c *cli) queueSettingCmd(use, short string, args cobra.PositionalArgs,
 					return err
 				}
 				if !asJSON {
-					_, err := fmt.Fprintf(c.stdout, "queue %s %s\n", outSafe(queue, false), did)
+					_, err := fmt.Fprintf(c.Stdout, "queue %s %s\n", outSafe(queue, false), did)
 					return err
 				}
 				all, err := client.ListQueueSettings(ctx)
@@ -151,7 +152,7 @@ func (c *cli) queueSettingCmd(use, short string, args cobra.PositionalArgs,
 				if i < 0 {
 					return fmt.Errorf("read queue settings back: queue %q has none", queue)
 				}
-				return outJSON(c.stdout, toQueueOut(all[i]))
+				return clienv.JSON(c.Stdout, toQueueOut(all[i]))
 			})
 		},
 	}
@@ -185,9 +186,9 @@ func (c *cli) queuesList(ctx context.Context, asJSON bool) error {
 		}
 		slices.SortFunc(out.Queues, func(a, b queueOut) int { return strings.Compare(a.Queue, b.Queue) })
 		if asJSON {
-			return outJSON(c.stdout, out)
+			return clienv.JSON(c.Stdout, out)
 		}
-		return writeQueuesTable(c.stdout, out)
+		return writeQueuesTable(c.Stdout, out)
 	})
 }
 
@@ -196,7 +197,7 @@ func writeQueuesTable(w io.Writer, out queuesListOut) error {
 		_, err := fmt.Fprintln(w, "no queue has jobs or settings")
 		return err
 	}
-	tw := outTable(w)
+	tw := clienv.Table(w)
 	fmt.Fprintln(tw, "QUEUE\tSTATE\tPAUSED_SINCE\tMAX_WORKERS\tUPDATED")
 	for _, q := range out.Queues {
 		state, since, maxWorkers, updated := "active", "-", "as configured", "-"

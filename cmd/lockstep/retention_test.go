@@ -7,12 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 // TestRetentionFlags: the flags' values reach the client's config, 0 means
 // at once (not the library's default), and a negative keeps jobs.
 func TestRetentionFlags(t *testing.T) {
-	cmd := newWorkCmd(&cli{})
+	cmd := newWorkCmd(&cli{Env: &clienv.Env{}})
 	require.NoError(t, cmd.Flags().Parse([]string{"--retain-done", "0", "--retain-failed", "-1s", "--no-retention"}))
 	o := retentionOptions{}
 	o.done, _ = cmd.Flags().GetDuration("retain-done")
@@ -26,7 +27,7 @@ func TestRetentionFlags(t *testing.T) {
 	require.Equal(t, -time.Second, cfg.RetainFailed)
 	require.True(t, cfg.DisableRetention)
 
-	serve := newServeCmd(&cli{})
+	serve := newServeCmd(&cli{Env: &clienv.Env{}})
 	for _, name := range []string{"retain-done", "retain-cancelled", "retain-failed", "no-retention"} {
 		require.NotNil(t, serve.Flags().Lookup(name), "serve --%s", name)
 	}

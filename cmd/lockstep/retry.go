@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 func newRetryCmd(c *cli) *cobra.Command {
@@ -55,9 +56,9 @@ error.`,
 					return fmt.Errorf("cannot retry job %d: it is %s; only FAILED jobs can be retried", id, job.Status)
 				}
 				if asJSON {
-					return outJSON(c.stdout, jobChangeOut{Changed: true, Job: toJobOut(job)})
+					return clienv.JSON(c.Stdout, jobChangeOut{Changed: true, Job: toJobOut(job)})
 				}
-				_, err = fmt.Fprintf(c.stdout, "job %d is PENDING again\n", id)
+				_, err = fmt.Fprintf(c.Stdout, "job %d is PENDING again\n", id)
 				return err
 			})
 		},

@@ -1,29 +1,19 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 )
 
-// cli is the state shared by all commands: the global flags and the
-// output streams.
+// cli is the state shared by all commands: the global flags, the output
+// streams and the logger (clienv.Env, which the lab's commands share too).
 type cli struct {
-	stdout, stderr io.Writer
-
-	dsn       string
-	logLevel  string
-	logFormat string
-
-	logger *slog.Logger
+	*clienv.Env
 }
 
 const rootLong = `lockstep is a job queue that lives in the database you already run —
@@ -55,7 +45,7 @@ Without either, lockstep uses the SQLite file ./lockstep.db.`
 // newRootCmd builds the command tree. A new command is a newXxxCmd(c) in
 // its own file, added to the list below.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	c := &cli{stdout: stdout, stderr: stderr}
+	c := &cli{Env: &clienv.Env{Stdout: stdout, Stderr: stderr}}
 	root := &cobra.Command{
 		Use:           "lockstep",
 		Short:         "A job queue on MySQL/MariaDB, PostgreSQL and SQLite that follows one lock order",
@@ -67,9 +57,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("dsn") {
-				c.dsn = os.Getenv("LOCKSTEP_DSN")
+				c.DSN = os.Getenv("LOCKSTEP_DSN")
 			}
-			return c.setup()
+			return c.Setup()
 		},
 	}
 	root.SetOut(stdout)
@@ -79,10 +69,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := root.PersistentFlags()
 	// The default is resolved in setup, not here, so that --help never
 	// shows $LOCKSTEP_DSN, which may hold a password.
-	f.StringVar(&c.dsn, "dsn", "",
+	f.StringVar(&c.DSN, "dsn", "",
 		"database: mysql://…, postgres://… or sqlite:PATH (default $LOCKSTEP_DSN, else sqlite:"+dsn.DefaultSQLitePath+")")
-	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 
 	root.AddCommand(
 		newMigrateCmd(c),
@@ -100,52 +90,4 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newServeCmd(c),
 	)
 	return root
-}
-
-// setup validates the global flags and builds the logger. Logs go to
-// stderr; command output goes to stdout.
-func (c *cli) setup() error {
-	level, err := parseLevel(c.logLevel)
-	if err != nil {
-		return err
-	}
-	switch strings.ToLower(c.logFormat) {
-	case "text", "json":
-	default:
-		return fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
-	}
-	c.logger = c.newLogger(level)
-	return nil
-}
-
-// newLogger returns a logger in the --log-format at the given level.
-func (c *cli) newLogger(level slog.Level) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if strings.EqualFold(c.logFormat, "json") {
-		return slog.New(slog.NewJSONHandler(c.stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(c.stderr, opts))
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
-	}
-	return 0, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", s)
-}
-
-// openDriver opens the database named by --dsn. The caller closes it.
-func (c *cli) openDriver(ctx context.Context) (driver.Driver, error) {
-	d, err := dsn.Open(ctx, c.dsn)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
 }

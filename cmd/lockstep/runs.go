@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 type runsListOptions struct {
@@ -76,16 +77,16 @@ func (c *cli) runsList(ctx context.Context, o runsListOptions) error {
 			out.Next = runs[len(runs)-1].ID
 		}
 		if o.asJSON {
-			return outJSON(c.stdout, out)
+			return clienv.JSON(c.Stdout, out)
 		}
 		if len(runs) == 0 {
-			_, err := fmt.Fprintln(c.stdout, "no runs")
+			_, err := fmt.Fprintln(c.Stdout, "no runs")
 			return err
 		}
-		if err := writeRunsTable(c.stdout, out.Runs); err != nil {
+		if err := writeRunsTable(c.Stdout, out.Runs); err != nil {
 			return err
 		}
-		writeNextHint(c.stdout, len(runs), out.Next, 0)
+		writeNextHint(c.Stdout, len(runs), out.Next, 0)
 		return nil
 	})
 }
@@ -137,7 +138,7 @@ func newRunsShowCmd(c *cli) *cobra.Command {
 				}
 				out := runShowOut{Run: toRunOut(sum), Jobs: toJobsOut(page.Jobs), Next: page.Next}
 				if asJSON {
-					return outJSON(c.stdout, out)
+					return clienv.JSON(c.Stdout, out)
 				}
 				return writeRunDetail(c, out, page)
 			})
@@ -151,8 +152,8 @@ func newRunsShowCmd(c *cli) *cobra.Command {
 
 func writeRunDetail(c *cli, out runShowOut, page *lockstep.JobPage) error {
 	r := out.Run
-	w := c.stdout
-	tw := outTable(w)
+	w := c.Stdout
+	tw := clienv.Table(w)
 	fmt.Fprintf(tw, "id:\t%d\n", r.ID)
 	fmt.Fprintf(tw, "name:\t%s\n", outSafe(r.Name, false))
 	fmt.Fprintf(tw, "status:\t%s\n", r.state())

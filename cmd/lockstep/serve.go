@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,14 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/dashboard"
-	"github.com/lockstep-queue/lockstep/internal/dsn"
 )
 
 type serveOptions struct {
@@ -110,50 +105,6 @@ func loopbackAddr(addr string) (bool, error) {
 	return ip != nil && ip.IsLoopback(), nil
 }
 
-// openMonitorDB opens the lock monitor's own small pool (nil on SQLite,
-// which has no lock tables to read). It must get a connection when the
-// queue's pool is exhausted by blocked sessions, which is when one looks
-// at lock waits; and on PostgreSQL it must not inherit the queue pool's
-// planner settings (with enable_seqscan=off the pg_locks queries take half
-// a second instead of a millisecond).
-func (c *cli) openMonitorDB(ctx context.Context) (*sql.DB, error) {
-	p, err := dsn.Parse(c.dsn)
-	if err != nil {
-		return nil, err
-	}
-	var db *sql.DB
-	switch p.Dialect {
-	case dsn.MySQL:
-		cfg, err := gomysql.ParseDSN(p.DSN)
-		if err != nil {
-			return nil, errors.New("lock monitor: cannot read the MySQL DSN")
-		}
-		conn, err := gomysql.NewConnector(cfg)
-		if err != nil {
-			return nil, errors.New("lock monitor: cannot use the MySQL DSN")
-		}
-		db = sql.OpenDB(conn)
-	case dsn.Postgres:
-		cfg, err := pgx.ParseConfig(p.DSN)
-		if err != nil {
-			return nil, errors.New("lock monitor: cannot read the PostgreSQL DSN")
-		}
-		db = stdlib.OpenDB(*cfg)
-	default:
-		return nil, nil
-	}
-	db.SetMaxOpenConns(2)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxIdleTime(time.Minute)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("lock monitor: connect: %w", err)
-	}
-	return db, nil
-}
-
 func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	loopback, err := loopbackAddr(o.addr)
 	if err != nil {
@@ -163,7 +114,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		return fmt.Errorf("refusing to serve on %s without a token: set $LOCKSTEP_TOKEN (or --token), or listen on a loopback address such as 127.0.0.1:8080", o.addr)
 	}
 	if o.token != "" && len(o.token) < 16 {
-		c.logger.Warn("the token is short; use at least 16 random characters (e.g. openssl rand -hex 16)")
+		c.Logger.Warn("the token is short; use at least 16 random characters (e.g. openssl rand -hex 16)")
 	}
 	if o.countLimit < 1 {
 		return fmt.Errorf("--count-limit must be positive, got %d", o.countLimit)
@@ -177,7 +128,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		return fmt.Errorf("--reap-after (%s) must exceed twice --heartbeat (%s), or live jobs would be reaped", o.work.reapAfter, o.work.heartbeat)
 	}
 	cfg := lockstep.Config{
-		Logger: c.logger, PollInterval: o.work.poll, HeartbeatInterval: o.work.heartbeat, ReapAfter: o.work.reapAfter,
+		Logger: c.Logger, PollInterval: o.work.poll, HeartbeatInterval: o.work.heartbeat, ReapAfter: o.work.reapAfter,
 	}
 	o.work.retention.apply(&cfg)
 	if len(o.work.kinds) > 0 || len(o.work.execs) > 0 {
@@ -195,7 +146,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		}
 	}
 
-	d, err := c.openDriver(ctx)
+	d, err := c.OpenDriver(ctx)
 	if err != nil {
 		return err
 	}
@@ -211,7 +162,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	if err != nil {
 		return err
 	}
-	monitor, err := c.openMonitorDB(ctx)
+	monitor, err := c.OpenMonitorDB(ctx)
 	if err != nil {
 		return err
 	}
@@ -219,7 +170,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		defer func() { _ = monitor.Close() }()
 	}
 	dash, err := dashboard.New(dashboard.Config{
-		Client: client, DB: monitor, Token: o.token, Logger: c.logger, CountLimit: o.countLimit,
+		Client: client, DB: monitor, Token: o.token, Logger: c.Logger, CountLimit: o.countLimit,
 		SecureCookies: o.secureCookies,
 		Metrics:       c.metricsHandler(reg),
 	})
@@ -240,7 +191,7 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		stopCtx, cancel := context.WithTimeout(context.Background(), o.stopTimeout)
 		defer cancel()
 		if err := client.Stop(stopCtx); err != nil {
-			c.logger.Warn("running jobs did not finish in time: they were cancelled and will be retried", "err", err)
+			c.Logger.Warn("running jobs did not finish in time: they were cancelled and will be retried", "err", err)
 		}
 	}()
 
@@ -265,14 +216,14 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	defer func() { stopBG(); <-bgDone; <-bgDone }()
 
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(c.stdout, "listening on %s\n", url)
+	fmt.Fprintf(c.Stdout, "listening on %s\n", url)
 	attrs := []any{"url", url, "dialect", d.Dialect(), "auth", o.token != ""}
 	if cfg.Workers != nil {
 		kinds := cfg.Workers.Kinds()
 		slices.Sort(kinds)
 		attrs = append(attrs, "kinds", strings.Join(kinds, ","))
 	}
-	c.logger.Info("serving the dashboard; stop with SIGINT or SIGTERM", attrs...)
+	c.Logger.Info("serving the dashboard; stop with SIGINT or SIGTERM", attrs...)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -284,15 +235,15 @@ func (c *cli) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	// One deadline for everything: the workers stop claiming at once and
 	// their running jobs finish while the requests in flight do.
 	stopCtx, interrupted, release := gracefulStop(o.stopTimeout,
-		fmt.Errorf("--stop-timeout %s passed", o.stopTimeout), c.logger)
+		fmt.Errorf("--stop-timeout %s passed", o.stopTimeout), c.Logger)
 	defer release()
-	c.logger.Info("shutting down: no new jobs are claimed; finishing requests and running jobs (a second signal cancels them)", "timeout", o.stopTimeout)
+	c.Logger.Info("shutting down: no new jobs are claimed; finishing requests and running jobs (a second signal cancels them)", "timeout", o.stopTimeout)
 	clientStopped = true
 	stopped := make(chan error, 1)
 	go func() { stopped <- client.Stop(stopCtx) }()
 	if err := srv.Shutdown(stopCtx); err != nil {
 		_ = srv.Close()
-		c.logger.Warn("requests in flight did not finish: their connections were closed", "reason", context.Cause(stopCtx))
+		c.Logger.Warn("requests in flight did not finish: their connections were closed", "reason", context.Cause(stopCtx))
 	}
 	<-served
 	if err := <-stopped; err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 // queueStatsOut is one queue of `stats --json`. Counts has every status
@@ -97,13 +98,13 @@ a huge queue; a count that reaches the limit is shown as ≥N.`,
 					out.Queues = append(out.Queues, toQueueStatsOut(st, window))
 				}
 				if asJSON {
-					return outJSON(c.stdout, out)
+					return clienv.JSON(c.Stdout, out)
 				}
 				if len(out.Queues) == 0 {
-					_, err := fmt.Fprintln(c.stdout, "no queue has jobs")
+					_, err := fmt.Fprintln(c.Stdout, "no queue has jobs")
 					return err
 				}
-				tw := outTable(c.stdout)
+				tw := clienv.Table(c.Stdout)
 				fmt.Fprintf(tw, "QUEUE\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED\tOLDEST_PENDING\tJOBS/S(%s)\n", window)
 				for _, q := range out.Queues {
 					fmt.Fprintf(tw, "%s", outCell(q.Queue, 40))

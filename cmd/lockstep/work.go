@@ -223,7 +223,7 @@ func (c *cli) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		return fmt.Errorf("--reap-after (%s) must exceed twice --heartbeat (%s), or live jobs would be reaped", o.reapAfter, o.heartbeat)
 	}
 
-	d, err := c.openDriver(ctx)
+	d, err := c.OpenDriver(ctx)
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (c *cli) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		}
 	}
 	cfg := lockstep.Config{
-		Queues: queues, Workers: ws, Logger: c.logger,
+		Queues: queues, Workers: ws, Logger: c.Logger,
 		PollInterval: o.poll, HeartbeatInterval: o.heartbeat, ReapAfter: o.reapAfter,
 	}
 	o.retention.apply(&cfg)
@@ -267,13 +267,13 @@ func (c *cli) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		names = append(names, fmt.Sprintf("%s=%d", name, q.MaxWorkers))
 	}
 	slices.Sort(names)
-	c.logger.Info("working; stop with SIGINT or SIGTERM", "queues", strings.Join(names, ","), "kinds", strings.Join(kinds, ","))
+	c.Logger.Info("working; stop with SIGINT or SIGTERM", "queues", strings.Join(names, ","), "kinds", strings.Join(kinds, ","))
 
 	<-ctx.Done()
 	stopCtx, interrupted, release := gracefulStop(o.stopTimeout,
-		fmt.Errorf("running jobs did not finish within --stop-timeout %s", o.stopTimeout), c.logger)
+		fmt.Errorf("running jobs did not finish within --stop-timeout %s", o.stopTimeout), c.Logger)
 	defer release()
-	c.logger.Info("stopping: no new jobs are claimed; waiting for running jobs", "timeout", o.stopTimeout)
+	c.Logger.Info("stopping: no new jobs are claimed; waiting for running jobs", "timeout", o.stopTimeout)
 	if err := client.Stop(stopCtx); err != nil {
 		if interrupted() {
 			return errors.New("stopped by a second signal: running jobs were cancelled and will be retried")
