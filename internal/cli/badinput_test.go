@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/migrate"
@@ -23,16 +23,6 @@ import (
 // Bad input through the binary: one line on stderr naming what is wrong,
 // exit status 1, nothing on stdout, and every row of the database as it
 // was.
-
-// openCLIDatabase opens the database the CLI runs on, for the test's own
-// reads and writes.
-func openCLIDatabase(t *testing.T, l *lockstepCLI) driver.Driver {
-	t.Helper()
-	drv, err := dsn.Open(context.Background(), l.dsn)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = drv.Close() })
-	return drv
-}
 
 // cliBadInputFixture fills the database: PENDING, scheduled, RUNNING and
 // DONE jobs, an active run and a cancelled one. It returns the cancelled
@@ -44,7 +34,7 @@ func cliBadInputFixture(t *testing.T, l *lockstepCLI, drv driver.Driver) (cancel
 	l.enqueue("existing", "--queue", "other", "--in", "1h", "--priority", "3", `{"n":2}`)
 	l.enqueue("existing", "--new-run", "active", `{"n":3}`)
 	gone := l.job(l.enqueue("existing", "--new-run", "gone", `{"n":4}`)).RunID
-	l.ok("cancel", "run", itoa(gone))
+	l.OK("cancel", "run", itoa(gone))
 	for _, queue := range []string{"running", "finished"} {
 		id := l.enqueue("existing", "--queue", queue, `{"n":5}`)
 		jobs, err := drv.Executor().JobClaim(ctx, &driver.JobClaimParams{Queue: queue, Max: 1})
@@ -111,7 +101,7 @@ func TestCLIBadInputEnqueue(t *testing.T) {
 			{[]string{"k", "--new-run", "never", "--queue", "a\nb"}, `lockstep: create run: queue name "a\nb" contains a control or invalid character`},
 			{[]string{"k", "--new-run", "never", "--priority", "32768"}, "lockstep: create run: priority 32768 is out of range"},
 		} {
-			line := l.fail(append([]string{"enqueue"}, tc.args...)...)
+			line := l.Fail(append([]string{"enqueue"}, tc.args...)...)
 			require.True(t, strings.HasPrefix(line, tc.want), "%q:\n got %q\nwant %q", tc.args, line, tc.want)
 		}
 		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "no bad command added or changed a job or run")
@@ -121,7 +111,7 @@ func TestCLIBadInputEnqueue(t *testing.T) {
 // A DSN that does not parse, or names an unknown scheme: one line, no
 // password, exit 1, and nothing opened.
 func TestCLIBadInputDSN(t *testing.T) {
-	bin := lockstepBinary(t)
+	bin := clitest.Binary(t)
 	for _, tc := range []struct{ dsn, want string }{
 		{"foo://x", `lockstep: unknown database scheme "foo"; accepted forms: mysql://`},
 		{"oracle://scott:tiger@db/x", `lockstep: unknown database scheme "oracle"`},
@@ -137,15 +127,15 @@ func TestCLIBadInputDSN(t *testing.T) {
 		{"sqlite:", "lockstep: sqlite DSN has no file path"},
 	} {
 		for _, cmd := range [][]string{{"stats"}, {"enqueue", "k"}, {"jobs"}, {"migrate", "up"}} {
-			l := &lockstepCLI{t: t, bin: bin, dsn: tc.dsn}
+			l := &lockstepCLI{&clitest.CLI{T: t, Bin: bin, DSN: tc.dsn}}
 			dir := t.TempDir()
-			r := l.runIn(dir, cmd...)
-			require.Equal(t, 1, r.code, "%q %v: %s", tc.dsn, cmd, r.stdout)
-			require.Empty(t, r.stdout, "%q %v", tc.dsn, cmd)
-			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "%q %v: one line: %q", tc.dsn, cmd, r.stderr)
-			require.True(t, strings.HasPrefix(r.stderr, tc.want), "%q %v:\n got %q\nwant %q", tc.dsn, cmd, r.stderr, tc.want)
+			r := l.RunIn(dir, cmd...)
+			require.Equal(t, 1, r.Code, "%q %v: %s", tc.dsn, cmd, r.Stdout)
+			require.Empty(t, r.Stdout, "%q %v", tc.dsn, cmd)
+			require.Equal(t, 1, strings.Count(r.Stderr, "\n"), "%q %v: one line: %q", tc.dsn, cmd, r.Stderr)
+			require.True(t, strings.HasPrefix(r.Stderr, tc.want), "%q %v:\n got %q\nwant %q", tc.dsn, cmd, r.Stderr, tc.want)
 			for _, secret := range []string{"secret", "tiger", "zzecret"} {
-				require.NotContains(t, r.stderr, secret, "%q %v", tc.dsn, cmd)
+				require.NotContains(t, r.Stderr, secret, "%q %v", tc.dsn, cmd)
 			}
 			entries, err := os.ReadDir(dir)
 			require.NoError(t, err)
@@ -156,30 +146,16 @@ func TestCLIBadInputDSN(t *testing.T) {
 	// good database is not touched.
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.db")
-	l := &lockstepCLI{t: t, bin: bin, dsn: "sqlite:" + good}
-	r := l.runIn(dir, "--dsn", "foo://x", "stats")
-	require.Equal(t, 1, r.code, r.stdout)
-	require.Empty(t, r.stdout)
-	require.Equal(t, "lockstep: unknown database scheme \"foo\"; accepted forms: "+dsn.Forms+"\n", r.stderr)
+	l := &lockstepCLI{&clitest.CLI{T: t, Bin: bin, DSN: "sqlite:" + good}}
+	r := l.RunIn(dir, "--dsn", "foo://x", "stats")
+	require.Equal(t, 1, r.Code, r.Stdout)
+	require.Empty(t, r.Stdout)
+	require.Equal(t, "lockstep: unknown database scheme \"foo\"; accepted forms: "+dsn.Forms+"\n", r.Stderr)
 	require.NoFileExists(t, good)
 	code, out, errOut := runCLI(t, "--dsn", "foo://x", "stats")
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
-	require.Equal(t, r.stderr, errOut)
-}
-
-// runIn runs a command in dir, so that a DSN that fell back to a local
-// file would show.
-func (l *lockstepCLI) runIn(dir string, args ...string) cliResult {
-	l.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := l.command(ctx, args...)
-	cmd.Dir = dir
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	_ = cmd.Run()
-	return cliResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String()}
+	require.Equal(t, r.Stderr, errOut)
 }
 
 // Workers for bad queue or kind names are refused before they start.
@@ -197,7 +173,7 @@ func TestCLIBadInputWorkNames(t *testing.T) {
 			{[]string{"--exec", "bad\x7fkind=true"}, `kind name "bad\x7fkind" contains a control or invalid character`},
 			{[]string{"--exec", strings.Repeat("k", 129) + "=true"}, "kind name is 129 bytes long; the limit is 128"},
 		} {
-			line := l.fail(append([]string{"work"}, tc.args...)...)
+			line := l.Fail(append([]string{"work"}, tc.args...)...)
 			require.Contains(t, line, tc.want, "%q", tc.args)
 		}
 		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()))
@@ -215,20 +191,20 @@ func TestCLIBadInputSchemaVersion(t *testing.T) {
 		require.NoError(t, err)
 		latest := m.Latest()
 
-		l.ok("migrate", "down")
+		l.OK("migrate", "down")
 		before := testdb.TakeSnapshot(t, drv.DB())
-		line := l.fail("work", "--kind", "demo", "--poll", "50ms")
+		line := l.Fail("work", "--kind", "demo", "--poll", "50ms")
 		require.Contains(t, line, fmt.Sprintf("at migration %d, this binary needs %d: run `lockstep migrate up`", latest-1, latest))
 		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()))
-		l.ok("migrate", "up")
+		l.OK("migrate", "up")
 
 		_, err = drv.DB().ExecContext(ctx, drv.Catalog().Get("migration.insert").SQL, latest+1, "from_a_newer_binary")
 		require.NoError(t, err)
 		before = testdb.TakeSnapshot(t, drv.DB())
-		line = l.fail("work", "--kind", "demo", "--poll", "50ms")
+		line = l.Fail("work", "--kind", "demo", "--poll", "50ms")
 		require.Contains(t, line, fmt.Sprintf("migration %d", latest+1))
 		require.Regexp(t, "which this binary does not know|newer than this binary knows", line)
-		line = l.fail("migrate", "up")
+		line = l.Fail("migrate", "up")
 		require.Contains(t, line, fmt.Sprintf("database has migration %d", latest+1))
 		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()))
 	})

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
@@ -26,7 +26,7 @@ var serverDialects = []struct {
 	name string
 	dsn  func(t *testing.T) string
 }{
-	{"mariadb", func(t *testing.T) string { return mysqlURL(t, testdb.MySQL(t)) }},
+	{"mariadb", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
 	{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
 }
 
@@ -53,12 +53,12 @@ func TestChaosKill9(t *testing.T) {
 	workMillis := envInt(t, "LOCKSTEP_CHAOS_WORK_MS", 100)
 	for _, d := range serverDialects {
 		t.Run(d.name, func(t *testing.T) {
-			l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: d.dsn(t)}
-			require.Contains(t, l.ok("migrate", "up"), "schema is at version")
+			l := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}}
+			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
 			var progress strings.Builder
 			res, err := chaos.Run(context.Background(), chaos.Config{
-				Binary:     l.bin,
-				DSN:        l.dsn,
+				Binary:     l.Bin,
+				DSN:        l.DSN,
 				Env:        []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
 				LogDir:     t.TempDir(),
 				Jobs:       jobs,
@@ -89,9 +89,9 @@ func TestKill9MidJob(t *testing.T) {
 	for _, d := range serverDialects {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
-			l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: d.dsn(t)}
-			require.Contains(t, l.ok("migrate", "up"), "schema is at version")
-			drv, err := dsn.Open(ctx, l.dsn)
+			l := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}}
+			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
+			drv, err := dsn.Open(ctx, l.DSN)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = drv.Close() })
 			require.NoError(t, chaos.InstallLedger(ctx, drv))
@@ -102,7 +102,7 @@ func TestKill9MidJob(t *testing.T) {
 			require.NoError(t, err)
 
 			work := func() (*exec.Cmd, *bytes.Buffer) {
-				cmd := l.command(ctx, "work", "--kind", "ledger", "--heartbeat", "200ms", "--reap-after", "1s", "--poll", "100ms")
+				cmd := l.Command(ctx, "work", "--kind", "ledger", "--heartbeat", "200ms", "--reap-after", "1s", "--poll", "100ms")
 				var out bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &out
 				require.NoError(t, cmd.Start())
@@ -114,7 +114,7 @@ func TestKill9MidJob(t *testing.T) {
 				require.NoError(t, drv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+chaos.LedgerTable).Scan(&n))
 				return n
 			}
-			waitFor(t, "the first attempt to start", func() bool { return started() == 1 })
+			clitest.WaitFor(t, "the first attempt to start", func() bool { return started() == 1 })
 			require.NoError(t, a.Process.Signal(syscall.SIGKILL))
 			_ = a.Wait()
 			j, err := client.Job(ctx, id)
@@ -122,7 +122,7 @@ func TestKill9MidJob(t *testing.T) {
 			require.Equal(t, lockstep.StatusRunning, j.Status, "a killed process's job stays RUNNING until reaped")
 
 			b, out := work()
-			waitFor(t, "the job to be DONE", func() bool {
+			clitest.WaitFor(t, "the job to be DONE", func() bool {
 				j, err = client.Job(ctx, id)
 				require.NoError(t, err)
 				return j.Status == lockstep.StatusDone
@@ -146,15 +146,5 @@ func TestKill9MidJob(t *testing.T) {
 			require.False(t, res.OK())
 			require.Contains(t, strings.Join(res.Problems, "\n"), "never killed")
 		})
-	}
-}
-
-// waitFor polls observable state until cond holds, for up to a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
-		time.Sleep(20 * time.Millisecond)
 	}
 }

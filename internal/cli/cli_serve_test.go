@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 )
 
 // TestCLIServeAndToolsThroughBinary: the commands the other CLI tests do
@@ -22,14 +23,14 @@ import (
 // neighbours in lab and deadlock — on each database.
 func TestCLIServeAndToolsThroughBinary(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, l *lockstepCLI) {
-		require.Regexp(t, `(?m)^0002\s+queue_status\s+applied`, l.ok("migrate", "status"))
-		require.Contains(t, l.ok("migrate", "print", "--dialect", "postgres"), "CREATE INDEX lockstep_jobs_queue_status")
-		require.Contains(t, l.ok("lab", "catalog", "--dialect", "sqlite"), "`queue.count`")
+		require.Regexp(t, `(?m)^0002\s+queue_status\s+applied`, l.OK("migrate", "status"))
+		require.Contains(t, l.OK("migrate", "print", "--dialect", "postgres"), "CREATE INDEX lockstep_jobs_queue_status")
+		require.Contains(t, l.OK("lab", "catalog", "--dialect", "sqlite"), "`queue.count`")
 		id := l.enqueue("exec", `{"n":1}`, "--new-run", "shown")
 
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := l.command(ctx, "serve", "--addr", "127.0.0.1:0")
+		cmd := l.Command(ctx, "serve", "--addr", "127.0.0.1:0")
 		cmd.Env = append(cmd.Env, "LOCKSTEP_TOKEN=")
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -63,16 +64,16 @@ func TestCLIServeAndToolsThroughBinary(t *testing.T) {
 		require.NoError(t, cmd.Wait(), "serve exits 0 on SIGTERM; stderr: %s", stderr.String())
 
 		// migrate down and up again, one migration at a time.
-		require.Contains(t, l.ok("migrate", "down"), "schema is at version")
-		require.Contains(t, l.ok("migrate", "up"), "schema is at version")
+		require.Contains(t, l.OK("migrate", "down"), "schema is at version")
+		require.Contains(t, l.OK("migrate", "up"), "schema is at version")
 	})
 }
 
 // TestCLIDatabaseFreeCommandsThroughBinary: demo (its own SQLite file,
 // whatever --dsn says) and deadlock decode, through the built binary.
 func TestCLIDatabaseFreeCommandsThroughBinary(t *testing.T) {
-	l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}
-	out := l.ok("deadlock", "decode", deadlockTestdata("seed_mysql84.txt"))
+	l := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}}
+	out := l.OK("deadlock", "decode", deadlockTestdata("seed_mysql84.txt"))
 	require.Contains(t, out, "Pattern: opposite-index-order on lab.attempt (idx_status vs PRIMARY)")
 	var rep struct {
 		Runs []json.RawMessage `json:"runs"`
@@ -85,15 +86,15 @@ func TestCLIDatabaseFreeCommandsThroughBinary(t *testing.T) {
 // finishes and run times are seen only where workers run), behind the
 // token when one is set, and refuses a non-loopback address without one.
 func TestCLIWorkMetrics(t *testing.T) {
-	l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: "sqlite:" + filepath.Join(t.TempDir(), "q.db")}
-	l.ok("migrate", "up")
+	l := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: "sqlite:" + filepath.Join(t.TempDir(), "q.db")}}
+	l.OK("migrate", "up")
 	require.Equal(t, "lockstep: refusing to serve metrics on 0.0.0.0:0 without a token: set $LOCKSTEP_TOKEN, or listen on a loopback address such as 127.0.0.1:9090",
-		l.fail("work", "--kind", "exec", "--command", "true", "--metrics-addr", "0.0.0.0:0"))
+		l.Fail("work", "--kind", "exec", "--command", "true", "--metrics-addr", "0.0.0.0:0"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const token = "0123456789abcdef-metrics"
-	cmd := l.command(ctx, "work", "--kind", "exec", "--command", "cat >/dev/null", "--poll", "50ms",
+	cmd := l.Command(ctx, "work", "--kind", "exec", "--command", "cat >/dev/null", "--poll", "50ms",
 		"--metrics-addr", "127.0.0.1:0", "--log-format", "json")
 	cmd.Env = append(cmd.Env, "LOCKSTEP_TOKEN="+token)
 	stderr, err := cmd.StderrPipe()

@@ -6,16 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,219 +19,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
-	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
 // These tests run the real binary, built once, as a script or an operator
 // would: every command, on SQLite, MariaDB and PostgreSQL.
-
-var cliBinary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-// lockstepBinary builds cmd/lockstep once per test binary (with -race when
-// the tests run with it) and returns its path. It builds the command, not
-// this package: the binary is what operators run.
-func lockstepBinary(t *testing.T) string {
-	t.Helper()
-	cliBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "lockstep-cli-test-")
-		if err != nil {
-			cliBinary.err = err
-			return
-		}
-		cliBinary.dir = dir
-		path := filepath.Join(dir, "lockstep")
-		args := []string{"build", "-o", path}
-		if raceEnabled() {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, "github.com/lockstep-queue/lockstep/cmd/lockstep")...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cliBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		cliBinary.path = path
-	})
-	require.NoError(t, cliBinary.err)
-	return cliBinary.path
-}
-
-// removeLockstepBinary removes the binary lockstepBinary built; TestMain
-// may call it after the tests.
-func removeLockstepBinary() {
-	if cliBinary.dir != "" {
-		_ = os.RemoveAll(cliBinary.dir)
-	}
-}
-
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}
-
-// cliDialects are the databases every CLI test runs on: each call gives a
-// fresh, empty database.
-var cliDialects = []struct {
-	name string
-	dsn  func(t *testing.T) string
-}{
-	{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "q.db") }},
-	{"mariadb", func(t *testing.T) string { return mysqlURL(t, testdb.MySQL(t)) }},
-	{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
-}
-
-// forEachDialect runs fn, in parallel, on a migrated fresh database of
-// each dialect.
-func forEachDialect(t *testing.T, fn func(t *testing.T, l *lockstepCLI)) {
-	for _, d := range cliDialects {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: d.dsn(t)}
-			require.Contains(t, l.ok("migrate", "up"), "schema is at version")
-			fn(t, l)
-		})
-	}
-}
-
-// lockstepCLI runs the binary on one database.
-type lockstepCLI struct {
-	t   *testing.T
-	bin string
-	dsn string
-}
-
-type cliResult struct {
-	code           int
-	stdout, stderr string
-}
-
-// command prepares the binary with the database in $LOCKSTEP_DSN.
-func (l *lockstepCLI) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, l.bin, args...)
-	cmd.Env = append(os.Environ(), "LOCKSTEP_DSN="+l.dsn,
-		// A -race binary otherwise sleeps a second at exit.
-		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	return cmd
-}
-
-// runStdin runs one command to its end.
-func (l *lockstepCLI) runStdin(stdin string, args ...string) cliResult {
-	l.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := l.command(ctx, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var xe *exec.ExitError
-	if err != nil && !errors.As(err, &xe) {
-		require.NoError(l.t, err, "lockstep %s", strings.Join(args, " "))
-	}
-	return cliResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String()}
-}
-
-func (l *lockstepCLI) run(args ...string) cliResult {
-	l.t.Helper()
-	return l.runStdin("", args...)
-}
-
-// ok runs a command that must succeed and returns its stdout.
-func (l *lockstepCLI) ok(args ...string) string {
-	l.t.Helper()
-	r := l.run(args...)
-	require.Equal(l.t, 0, r.code, "lockstep %s: %s", strings.Join(args, " "), r.stderr)
-	return r.stdout
-}
-
-// fail runs a command that must fail with one line on stderr, nothing on
-// stdout, and returns that line.
-func (l *lockstepCLI) fail(args ...string) string {
-	l.t.Helper()
-	r := l.run(args...)
-	require.Equal(l.t, 1, r.code, "lockstep %s should fail; stdout: %s", strings.Join(args, " "), r.stdout)
-	require.Empty(l.t, r.stdout, "lockstep %s", strings.Join(args, " "))
-	require.Equal(l.t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
-	require.True(l.t, strings.HasPrefix(r.stderr, "lockstep: "), r.stderr)
-	return strings.TrimSuffix(r.stderr, "\n")
-}
-
-// json runs a command with --json and decodes its output into v.
-func (l *lockstepCLI) json(v any, args ...string) {
-	l.t.Helper()
-	out := l.ok(append(args, "--json")...)
-	require.NoError(l.t, json.Unmarshal([]byte(out), v), out)
-}
-
-// enqueue adds a job and returns its id, printed alone on stdout.
-func (l *lockstepCLI) enqueue(args ...string) int64 {
-	l.t.Helper()
-	out := l.ok(append([]string{"enqueue"}, args...)...)
-	id, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
-	require.NoError(l.t, err, "enqueue prints the id: %q", out)
-	return id
-}
-
-func (l *lockstepCLI) job(id int64) jobOut {
-	l.t.Helper()
-	var j jobOut
-	l.json(&j, "jobs", "show", strconv.FormatInt(id, 10))
-	return j
-}
-
-func (l *lockstepCLI) allJobs() []jobOut {
-	l.t.Helper()
-	var p jobPageOut
-	l.json(&p, "jobs", "--limit", "1000")
-	require.Zero(l.t, p.Next)
-	return p.Jobs
-}
-
-// waitJob polls the job through the CLI until cond holds.
-func (l *lockstepCLI) waitJob(id int64, what string, cond func(j jobOut) bool) jobOut {
-	l.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		last := l.job(id)
-		if cond(last) {
-			return last
-		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("job %d: still not %s after 60s: %+v", id, what, last)
-		}
-		<-tick.C
-	}
-}
-
-func (l *lockstepCLI) waitStatus(id int64, st lockstep.JobStatus) jobOut {
-	l.t.Helper()
-	return l.waitJob(id, string(st), func(j jobOut) bool { return j.Status == st })
-}
-
-func ids(jobs []jobOut) []int64 {
-	out := make([]int64, 0, len(jobs))
-	for _, j := range jobs {
-		out = append(out, j.ID)
-	}
-	return out
-}
-
-func itoa(id int64) string { return strconv.FormatInt(id, 10) }
 
 // TestCLIEnqueueAndRead enqueues with every option and with bad input,
 // and reads jobs, runs and stats back, as tables and as JSON.
@@ -277,9 +66,9 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 		argsFile := filepath.Join(t.TempDir(), "args.json")
 		require.NoError(t, os.WriteFile(argsFile, []byte(`{"n": 2, "nested": {"list": [1, 2, 3]}}`), 0o600))
 		fromFile := l.enqueue("thumb", "--run", itoa(runID), "--args-file", argsFile)
-		r := l.runStdin(`{"n": 3}`, "enqueue", "thumb", "--run", itoa(runID), "--args-file", "-")
-		require.Equal(t, 0, r.code, r.stderr)
-		fromStdin, err := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
+		r := l.RunStdin(`{"n": 3}`, "enqueue", "thumb", "--run", itoa(runID), "--args-file", "-")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		fromStdin, err := strconv.ParseInt(strings.TrimSpace(r.Stdout), 10, 64)
 		require.NoError(t, err)
 		require.Equal(t, runID, l.job(fromFile).RunID)
 		require.JSONEq(t, `{"n":2,"nested":{"list":[1,2,3]}}`, string(l.job(fromFile).Args))
@@ -317,11 +106,11 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 			{args: []string{"retry", "job", itoa(plain)}, want: fmt.Sprintf("lockstep: cannot retry job %d: it is PENDING; only FAILED jobs can be retried", plain)},
 			{args: []string{"stats", "--window", "0s"}, want: "lockstep: --window must be positive, got 0s"},
 		} {
-			r := l.runStdin(tc.stdin, tc.args...)
-			require.Equal(t, 1, r.code, "%v: %s", tc.args, r.stdout)
-			require.Empty(t, r.stdout, "%v", tc.args)
-			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "%v: one line: %q", tc.args, r.stderr)
-			require.True(t, strings.HasPrefix(r.stderr, tc.want), "%v:\n got %q\nwant %q", tc.args, r.stderr, tc.want)
+			r := l.RunStdin(tc.stdin, tc.args...)
+			require.Equal(t, 1, r.Code, "%v: %s", tc.args, r.Stdout)
+			require.Empty(t, r.Stdout, "%v", tc.args)
+			require.Equal(t, 1, strings.Count(r.Stderr, "\n"), "%v: one line: %q", tc.args, r.Stderr)
+			require.True(t, strings.HasPrefix(r.Stderr, tc.want), "%v:\n got %q\nwant %q", tc.args, r.Stderr, tc.want)
 		}
 		require.Equal(t, ids(before), ids(l.allJobs()), "no bad command added or changed a job")
 
@@ -341,13 +130,13 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 		l.json(&page, "jobs", "--status", "DONE")
 		require.Empty(t, page.Jobs)
 
-		out := l.ok("jobs", "--limit", "2")
+		out := l.OK("jobs", "--limit", "2")
 		require.Regexp(t, `(?m)^ID\s+RUN\s+QUEUE\s+KIND\s+STATUS\s+ATTEMPTS\s+CREATED\s+LAST_ERROR$`, out)
 		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+%d\s+default\s+thumb\s+PENDING\s+0/25\s+\S+\s+-$`, fromStdin, runID), out)
 		require.Contains(t, out, fmt.Sprintf("next page: --before %d", fromFile))
-		require.Equal(t, "no jobs\n", l.ok("jobs", "--status", "failed"))
+		require.Equal(t, "no jobs\n", l.OK("jobs", "--status", "failed"))
 
-		out = l.ok("jobs", "show", itoa(fromFile))
+		out = l.OK("jobs", "show", itoa(fromFile))
 		for _, want := range []string{"status:", "PENDING", "attempts:", "0 of 25", "args:", `    "nested": {`, `      "list": [`, "errors: none"} {
 			require.Contains(t, out, want)
 		}
@@ -378,10 +167,10 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 		require.True(t, runs.Runs[1].CountsCapped, "nightly has 3 jobs, more than 2")
 		require.Equal(t, 2, runs.Runs[1].Jobs)
 
-		out = l.ok("runs")
+		out = l.OK("runs")
 		require.Regexp(t, `(?m)^ID\s+NAME\s+STATUS\s+PROGRESS\s+PENDING\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+CREATED$`, out)
 		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+0/3\s+3\s+0\s+0\s+0\s+0\s+\S+$`, runID), out)
-		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+≥0/≥2\s+≥2\s`, runID), l.ok("runs", "--count-limit", "2"))
+		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+≥0/≥2\s+≥2\s`, runID), l.OK("runs", "--count-limit", "2"))
 
 		var show runShowOut
 		l.json(&show, "runs", "show", itoa(runID), "--limit", "2")
@@ -389,7 +178,7 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 		require.Equal(t, 3, show.Run.Jobs)
 		require.Equal(t, []int64{fromStdin, fromFile}, ids(show.Jobs))
 		require.Equal(t, fromFile, show.Next)
-		out = l.ok("runs", "show", itoa(runID))
+		out = l.OK("runs", "show", itoa(runID))
 		require.Contains(t, out, "nightly")
 		require.Contains(t, out, "newest jobs:")
 		require.Regexp(t, `(?m)^progress:\s+0/3 final$`, out)
@@ -418,7 +207,7 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 				require.Equal(t, countOut{N: 2, Capped: true}, q.Counts[lockstep.StatusPending])
 			}
 		}
-		out = l.ok("stats", "--count-limit", "2")
+		out = l.OK("stats", "--count-limit", "2")
 		require.Regexp(t, `(?m)^QUEUE\s+PENDING\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+OLDEST_PENDING\s+JOBS/S\(1m0s\)$`, out)
 		require.Regexp(t, `(?m)^default\s+≥2\s+0\s+0\s+0\s+0\s+\S+\s+0\.00$`, out)
 		require.Regexp(t, `(?m)^mail\s+1\s+0\s+0\s+0\s+0\s+-\s+0\.00$`, out)
@@ -428,10 +217,10 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 		l.json(&change, "cancel", "job", itoa(plain))
 		require.True(t, change.Changed)
 		require.Equal(t, lockstep.StatusCancelled, change.Job.Status)
-		require.Equal(t, fmt.Sprintf("job %d was already CANCELLED\n", plain), l.ok("cancel", "job", itoa(plain)))
+		require.Equal(t, fmt.Sprintf("job %d was already CANCELLED\n", plain), l.OK("cancel", "job", itoa(plain)))
 		require.Equal(t, fmt.Sprintf("lockstep: cannot retry job %d: it is CANCELLED; only FAILED jobs can be retried", plain),
-			l.fail("retry", "job", itoa(plain)))
-		require.Equal(t, fmt.Sprintf("job %d is CANCELLED\n", mail), l.ok("cancel", "job", itoa(mail)))
+			l.Fail("retry", "job", itoa(plain)))
+		require.Equal(t, fmt.Sprintf("job %d is CANCELLED\n", mail), l.OK("cancel", "job", itoa(mail)))
 
 		var cr cancelRunOut
 		l.json(&cr, "cancel", "run", itoa(runID))
@@ -443,8 +232,8 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 		}
 		require.Equal(t, lockstep.StatusPending, l.job(second).Status, "another run's job is untouched")
 		require.Equal(t, fmt.Sprintf("lockstep: enqueue: run %d is cancelled; its jobs cannot be added to", runID),
-			l.fail("enqueue", "thumb", "--run", itoa(runID)))
-		require.Regexp(t, fmt.Sprintf(`^run %d \(hourly\) is CANCELLED; 1 of its jobs were cancelled\n$`, secondRun), l.ok("cancel", "run", itoa(secondRun)))
+			l.Fail("enqueue", "thumb", "--run", itoa(runID)))
+		require.Regexp(t, fmt.Sprintf(`^run %d \(hourly\) is CANCELLED; 1 of its jobs were cancelled\n$`, secondRun), l.OK("cancel", "run", itoa(secondRun)))
 		l.json(&show, "runs", "show", itoa(runID))
 		require.Equal(t, "CANCELLED", show.Run.Status)
 		require.Equal(t, 3, show.Run.Counts[lockstep.StatusCancelled])
@@ -476,7 +265,7 @@ func TestCLIWork(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		work := l.command(ctx, "work", "--kind", "exec", "--kind", "demo", "--command", workScript, "--exec", "thumbnail="+workScript,
+		work := l.Command(ctx, "work", "--kind", "exec", "--kind", "demo", "--command", workScript, "--exec", "thumbnail="+workScript,
 			"--queue", "default=4", "--queue", "media",
 			"--poll", "100ms", "--heartbeat", "200ms", "--reap-after", "5s", "--log-level", "debug")
 		work.Env = append(work.Env, "TEST_DIR="+dir)
@@ -533,14 +322,14 @@ func TestCLIWork(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("exec: command exited with code 3; stderr:\ndisk on fire (attempt %d of job %d)", i+1, failJob), e.Error)
 		}
 		require.Equal(t, j.Errors[1].Error, j.LastError)
-		out := l.ok("jobs", "show", itoa(failJob))
+		out := l.OK("jobs", "show", itoa(failJob))
 		require.Contains(t, out, "errors (2):")
 		require.Regexp(t, `(?m)^  attempt 2 at \S+:\n    exec: command exited with code 3; stderr:\n    disk on fire \(attempt 2 of job \d+\)$`, out)
 		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+-\s+default\s+exec\s+FAILED\s+2/2\s+\S+\s+exec: command exited with code 3; stderr: disk on fire`, failJob),
-			l.ok("jobs", "--status", "failed"))
+			l.OK("jobs", "--status", "failed"))
 
 		// retry: one more attempt, which fails again.
-		require.Equal(t, fmt.Sprintf("lockstep: cannot retry job %d: it is DONE; only FAILED jobs can be retried", okJob), l.fail("retry", "job", itoa(okJob)))
+		require.Equal(t, fmt.Sprintf("lockstep: cannot retry job %d: it is DONE; only FAILED jobs can be retried", okJob), l.Fail("retry", "job", itoa(okJob)))
 		var change jobChangeOut
 		l.json(&change, "retry", "job", itoa(failJob))
 		require.True(t, change.Changed)
@@ -553,9 +342,9 @@ func TestCLIWork(t *testing.T) {
 		var inRun jobOut
 		l.json(&inRun, "enqueue", "exec", "--new-run", "doomed", "--max-attempts", "1", `{"fail": 1}`)
 		l.waitStatus(inRun.ID, lockstep.StatusFailed)
-		l.ok("cancel", "run", itoa(inRun.RunID))
+		l.OK("cancel", "run", itoa(inRun.RunID))
 		require.Equal(t, fmt.Sprintf("lockstep: cannot retry job %d: its run %d is cancelled", inRun.ID, inRun.RunID),
-			l.fail("retry", "job", itoa(inRun.ID)))
+			l.Fail("retry", "job", itoa(inRun.ID)))
 		require.Equal(t, lockstep.StatusFailed, l.job(inRun.ID).Status)
 
 		// cancel a running job: its command is killed.
@@ -572,7 +361,7 @@ func TestCLIWork(t *testing.T) {
 			return err == nil
 		}, 30*time.Second, 20*time.Millisecond)
 		require.True(t, processAlive(pid))
-		require.Equal(t, fmt.Sprintf("job %d is CANCELLED\n", sleepJob), l.ok("cancel", "job", itoa(sleepJob)))
+		require.Equal(t, fmt.Sprintf("job %d is CANCELLED\n", sleepJob), l.OK("cancel", "job", itoa(sleepJob)))
 		require.Eventually(t, func() bool { return !processAlive(pid) }, 30*time.Second, 20*time.Millisecond,
 			"the heartbeat notices the cancel and the command is killed")
 		require.Equal(t, lockstep.StatusCancelled, l.job(sleepJob).Status, "the killed command's result is discarded")
@@ -612,8 +401,8 @@ func TestCLIWork(t *testing.T) {
 // TestCLIWorkRefusesBadFlags checks work's flags before it touches a
 // database.
 func TestCLIWorkRefusesBadFlags(t *testing.T) {
-	bin := lockstepBinary(t)
-	l := &lockstepCLI{t: t, bin: bin, dsn: "sqlite:" + filepath.Join(t.TempDir(), "q.db")}
+	bin := clitest.Binary(t)
+	l := &lockstepCLI{&clitest.CLI{T: t, Bin: bin, DSN: "sqlite:" + filepath.Join(t.TempDir(), "q.db")}}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -633,7 +422,7 @@ func TestCLIWorkRefusesBadFlags(t *testing.T) {
 		{[]string{"work", "--kind", "exec", "--command", "true", "--exec-timeout", "-1s"}, "lockstep: --exec-timeout must not be negative, got -1s"},
 		{[]string{"work", "--kind", "demo"}, "lockstep: start: schema version mismatch: the schema is at migration 0"},
 	} {
-		got := l.fail(tc.args...)
+		got := l.Fail(tc.args...)
 		require.True(t, strings.HasPrefix(got, tc.want), "%v:\n got %s\nwant %s", tc.args, got, tc.want)
 	}
 }

@@ -13,15 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/lockdiag/deadlock"
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
-
-// deadlockTestdata names a report among the decoder's own test inputs.
-func deadlockTestdata(name string) string {
-	return filepath.Join("..", "..", "lockdiag", "deadlock", "testdata", name)
-}
 
 func TestDeadlockDecodeSeedText(t *testing.T) {
 	code, out, errOut := runCLI(t, "deadlock", "decode", deadlockTestdata("seed_mysql84.txt"))
@@ -145,7 +141,7 @@ func TestDeadlockDecodeLive(t *testing.T) {
 	require.True(t, claimErr != nil || cancelErr != nil, "one of the two must be rolled back with 1213")
 
 	dbName := strings.SplitN(rawDSN[strings.LastIndex(rawDSN, "/")+1:], "?", 2)[0]
-	code, out, errOut := runCLI(t, "--dsn", mysqlURL(t, rawDSN), "deadlock", "decode", "--json")
+	code, out, errOut := runCLI(t, "--dsn", clitest.MySQLURL(t, rawDSN), "deadlock", "decode", "--json")
 	require.Equal(t, 0, code, errOut)
 	var got struct{ Reports []*deadlock.Report }
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)

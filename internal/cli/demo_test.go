@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,17 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
-
-// runCLI runs the command line in-process and returns its exit code and
-// output.
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	code = Run(ctx, args, &out, &errOut)
-	return code, out.String(), errOut.String()
-}
 
 func TestDemoJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "demo.db")

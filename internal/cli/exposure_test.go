@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
@@ -59,7 +60,7 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 	}
 
 	t.Run("postgres, password accepted", func(t *testing.T) {
-		cli := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: pg.String()}
+		cli := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: pg.String()}}
 		var all strings.Builder
 		for _, args := range [][]string{
 			{"migrate", "up"},
@@ -68,20 +69,20 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 			{"jobs", "list"},
 			{"runs", "list"},
 		} {
-			r := cli.run(args...)
-			require.Zero(t, r.code, "lockstep %s: %s", strings.Join(args, " "), r.stderr)
-			all.WriteString(r.stdout + r.stderr)
+			r := cli.Run(args...)
+			require.Zero(t, r.Code, "lockstep %s: %s", strings.Join(args, " "), r.Stderr)
+			all.WriteString(r.Stdout + r.Stderr)
 		}
 		// A worker process and the dashboard, running, until SIGTERM.
 		for _, args := range [][]string{
 			{"work", "--kind", "demo", "--log-level", "debug"},
 			{"serve", "--addr", "127.0.0.1:0", "--log-level", "debug"},
 		} {
-			cmd := cli.command(context.Background(), args...)
+			cmd := cli.Command(context.Background(), args...)
 			var out syncBuffer // url nil: it only collects
 			cmd.Stdout, cmd.Stderr = &out, &out
 			require.NoError(t, cmd.Start())
-			waitFor(t, "lockstep "+args[0]+" to be up", func() bool {
+			clitest.WaitFor(t, "lockstep "+args[0]+" to be up", func() bool {
 				return strings.Contains(out.String(), "working; stop with") || strings.Contains(out.String(), "listening")
 			})
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))

@@ -2,25 +2,17 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"testing"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
-// mysqlURL turns a test server's go-sql-driver DSN into the CLI's form.
-func mysqlURL(t *testing.T, dsn string) string {
-	cfg, err := gomysql.ParseDSN(dsn)
-	require.NoError(t, err)
-	return fmt.Sprintf("mysql://%s:%s@%s/%s", cfg.User, cfg.Passwd, cfg.Addr, cfg.DBName)
-}
-
 func TestLabPlanguard(t *testing.T) {
-	dsn := mysqlURL(t, testdb.MySQL(t))
+	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
 	code, _, errOut := runCLI(t, "--dsn", dsn, "migrate", "up")
 	require.Equal(t, 0, code, errOut)
 

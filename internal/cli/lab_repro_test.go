@@ -7,11 +7,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
 func TestLabRepro(t *testing.T) {
-	dsn := mysqlURL(t, testdb.MySQL(t))
+	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
 
 	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "repro", "--variant", "range-status", "--claim-plan", "primary")
 	require.Equal(t, 0, code, errOut)
@@ -43,7 +44,7 @@ func TestLabRepro(t *testing.T) {
 }
 
 func TestLabExplain(t *testing.T) {
-	dsn := mysqlURL(t, testdb.MySQL(t))
+	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
 	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "explain", "--distribution", "tail:500:3")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^run 3 fresh: 100 PENDING.*\s+range\s+idx_run\s+100\s`, out)
@@ -56,7 +57,7 @@ func TestLabExplain(t *testing.T) {
 }
 
 func TestLabLocks(t *testing.T) {
-	dsn := mysqlURL(t, testdb.MySQL(t))
+	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
 	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "locks", "--variant", "range-status")
 	require.Equal(t, 0, code, errOut)
 	// The seed's lock table: the claim holds PRIMARY 300, the cancel waits
@@ -72,7 +73,7 @@ func TestLabLocks(t *testing.T) {
 }
 
 func TestLabRace(t *testing.T) {
-	dsn := mysqlURL(t, testdb.MySQL(t))
+	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
 	out := t.TempDir()
 	code, stdout, errOut := runCLI(t, "--dsn", dsn, "lab", "race", "--variant", "ids-then-primary", "--claim-plan", "primary", "--rounds", "5", "--out", out)
 	require.Equal(t, 0, code, errOut)
@@ -91,7 +92,7 @@ func TestLabRace(t *testing.T) {
 }
 
 func TestLabAudit(t *testing.T) {
-	dsn := mysqlURL(t, testdb.MySQL(t))
+	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
 	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "audit", "../../lab/attempt/sql")
 	require.Equal(t, 1, code, "findings exit 1")
 	require.Contains(t, errOut, "lock paths can cross")

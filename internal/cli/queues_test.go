@@ -46,14 +46,14 @@ func settingsOf(t *testing.T, client *lockstep.Client, queue string) lockstep.Qu
 func TestCLIQueues(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, l *lockstepCLI) {
 		client, _ := cliClient(t, l)
-		require.Equal(t, "no queue has jobs or settings\n", l.ok("queues"))
+		require.Equal(t, "no queue has jobs or settings\n", l.OK("queues"))
 		l.enqueue("send", "--queue", "mail")
 
 		var list queuesListOut
 		l.json(&list, "queues", "list")
 		require.Equal(t, queuesListOut{Queues: []queueOut{{Queue: "mail"}}}, list)
 
-		require.Equal(t, "queue mail is paused\n", l.ok("queues", "pause", "mail"))
+		require.Equal(t, "queue mail is paused\n", l.OK("queues", "pause", "mail"))
 		paused := settingsOf(t, client, "mail")
 		require.False(t, paused.Paused.IsZero())
 		require.Zero(t, paused.MaxWorkers)
@@ -67,8 +67,8 @@ func TestCLIQueues(t *testing.T) {
 		require.True(t, settingsOf(t, client, "mail").Paused.Equal(paused.Paused), "the pause keeps its time")
 
 		// A queue without jobs may be paused ahead of them.
-		require.Equal(t, "queue later is paused\n", l.ok("queues", "pause", "later"))
-		out := l.ok("queues")
+		require.Equal(t, "queue later is paused\n", l.OK("queues", "pause", "later"))
+		out := l.OK("queues")
 		require.Regexp(t, `(?m)^QUEUE\s+STATE\s+PAUSED_SINCE\s+MAX_WORKERS\s+UPDATED$`, out)
 		require.Regexp(t, `(?m)^later\s+PAUSED\s+\S+Z\s+as configured\s+\S+Z$`, out)
 		require.Regexp(t, `(?m)^mail\s+PAUSED\s+\S+Z\s+3\s+\S+Z$`, out)
@@ -80,18 +80,18 @@ func TestCLIQueues(t *testing.T) {
 			"queues max-workers mail":       "lockstep: accepts 2 arg(s), received 1",
 			"queues pause":                  "lockstep: accepts 1 arg(s), received 0",
 		} {
-			require.Equal(t, want, l.fail(strings.Fields(args)...), args)
+			require.Equal(t, want, l.Fail(strings.Fields(args)...), args)
 		}
-		require.Equal(t, "lockstep: the queue name must not be empty", l.fail("queues", "resume", " "))
-		require.Contains(t, l.fail("queues", "pause", strings.Repeat("q", 200)), "queue name is 200 bytes long")
+		require.Equal(t, "lockstep: the queue name must not be empty", l.Fail("queues", "resume", " "))
+		require.Contains(t, l.Fail("queues", "pause", strings.Repeat("q", 200)), "queue name is 200 bytes long")
 		require.Equal(t, 3, settingsOf(t, client, "mail").MaxWorkers)
 
-		require.Equal(t, "queue mail is resumed\n", l.ok("queues", "resume", "mail"))
-		require.Equal(t, "queue mail runs as many workers as each process configures\n", l.ok("queues", "max-workers", "mail", "0"))
+		require.Equal(t, "queue mail is resumed\n", l.OK("queues", "resume", "mail"))
+		require.Equal(t, "queue mail runs as many workers as each process configures\n", l.OK("queues", "max-workers", "mail", "0"))
 		s := settingsOf(t, client, "mail")
 		require.True(t, s.Paused.IsZero())
 		require.Zero(t, s.MaxWorkers)
-		require.Equal(t, "queue later runs at most 10000 worker(s) per process\n", l.ok("queues", "max-workers", "later", "10000"))
+		require.Equal(t, "queue later runs at most 10000 worker(s) per process\n", l.OK("queues", "max-workers", "later", "10000"))
 
 		l.json(&list, "queues")
 		require.Len(t, list.Queues, 2)
@@ -113,10 +113,10 @@ func TestCLIJobMetadataOutputUnique(t *testing.T) {
 		id := l.enqueue("report", "--metadata", `{"by": "cron", "trace": "<t1>"}`, "--unique-key", "daily", `{"day": 1}`)
 
 		// The same key, other args: a duplicate.
-		r := l.run("enqueue", "report", "--unique-key", "daily", `{"day": 2}`)
-		require.Equal(t, 0, r.code, r.stderr)
-		require.Equal(t, fmt.Sprintf("%d\n", id), r.stdout)
-		require.Equal(t, fmt.Sprintf("duplicate: job %d holds the same unique key; nothing was enqueued\n", id), r.stderr)
+		r := l.Run("enqueue", "report", "--unique-key", "daily", `{"day": 2}`)
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Equal(t, fmt.Sprintf("%d\n", id), r.Stdout)
+		require.Equal(t, fmt.Sprintf("duplicate: job %d holds the same unique key; nothing was enqueued\n", id), r.Stderr)
 		var dup enqueueOut
 		l.json(&dup, "enqueue", "report", "--unique-key", "daily")
 		require.True(t, dup.Duplicate)
@@ -128,10 +128,10 @@ func TestCLIJobMetadataOutputUnique(t *testing.T) {
 
 		// A duplicate in a new run leaves that run empty, and says so.
 		inRun := l.enqueue("export", "--unique", "--new-run", "first", `{"n": 1}`)
-		r = l.run("enqueue", "export", "--unique", "--new-run", "second", `{"n": 1}`)
-		require.Equal(t, 0, r.code, r.stderr)
-		require.Equal(t, fmt.Sprintf("%d\n", inRun), r.stdout)
-		require.Regexp(t, `^duplicate: job \d+ holds the same unique key; nothing was enqueued \(run \d+ was created empty\)\n$`, r.stderr)
+		r = l.Run("enqueue", "export", "--unique", "--new-run", "second", `{"n": 1}`)
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Equal(t, fmt.Sprintf("%d\n", inRun), r.Stdout)
+		require.Regexp(t, `^duplicate: job \d+ holds the same unique key; nothing was enqueued \(run \d+ was created empty\)\n$`, r.Stderr)
 
 		for args, want := range map[string]string{
 			"enqueue report --metadata {bad":                  "lockstep: --metadata is not valid JSON: invalid character 'b' looking for beginning of object key string (at byte 2)",
@@ -140,7 +140,7 @@ func TestCLIJobMetadataOutputUnique(t *testing.T) {
 			"enqueue report --unique-period=-1h":              "lockstep: --unique-period must not be negative, got -1h0m0s",
 			"enqueue report --unique=false --unique-by-queue": "lockstep: --unique=false contradicts the other --unique-* flags",
 		} {
-			require.Equal(t, want, l.fail(strings.Fields(args)...), args)
+			require.Equal(t, want, l.Fail(strings.Fields(args)...), args)
 		}
 		require.Len(t, l.allJobs(), 3, "only the first, fresh and in-run jobs were added")
 
@@ -158,7 +158,7 @@ func TestCLIJobMetadataOutputUnique(t *testing.T) {
 			require.True(t, ok)
 		}
 
-		out := l.ok("jobs", "show", itoa(id))
+		out := l.OK("jobs", "show", itoa(id))
 		require.Regexp(t, `(?m)^unique key:\s+[0-9a-f]{64}$`, out)
 		for _, want := range []string{"args:\n  {\n    \"day\": 1\n  }\n", "metadata:\n  {\n", `    "by": "cron",`, "output:\n  {\n", `    "rows": 3`, `    "file": "out.csv"`} {
 			require.Contains(t, out, want)
@@ -169,14 +169,14 @@ func TestCLIJobMetadataOutputUnique(t *testing.T) {
 		require.JSONEq(t, `{"rows": 3, "file": "out.csv"}`, string(j.Output))
 
 		// A job with none of them shows none.
-		out = l.ok("jobs", "show", itoa(inRun))
+		out = l.OK("jobs", "show", itoa(inRun))
 		require.Contains(t, out, "unique key:")
 		require.NotContains(t, out, "metadata:")
 		require.NotContains(t, out, "output:")
 		plain := l.enqueue("plain")
-		out = l.ok("jobs", "show", itoa(plain))
+		out = l.OK("jobs", "show", itoa(plain))
 		require.NotContains(t, out, "unique key:")
-		raw := l.ok("jobs", "show", itoa(plain), "--json")
+		raw := l.OK("jobs", "show", itoa(plain), "--json")
 		for _, key := range []string{`"unique_key"`, `"metadata"`, `"output"`} {
 			require.NotContains(t, raw, key)
 		}

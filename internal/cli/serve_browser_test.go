@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-queue/lockstep"
 
 	"github.com/lockstep-queue/lockstep/internal/browser"
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/rowtype"
@@ -35,7 +36,7 @@ func TestServeBrowserCancelRun(t *testing.T) {
 		dsn  func(t *testing.T) string
 	}{
 		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "q.db") }},
-		{"MariaDB", func(t *testing.T) string { return mysqlURL(t, testdb.MySQL(t)) }},
+		{"MariaDB", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
 		{"PostgreSQL", func(t *testing.T) string { return testdb.Postgres(t) }},
 	} {
 		t.Run(d.name, func(t *testing.T) {
@@ -101,25 +102,5 @@ func TestServeBrowserCancelRun(t *testing.T) {
 			require.Equal(t, lockstep.RunCounts{lockstep.StatusPending: 5}, counts)
 			require.Equal(t, 0, stop())
 		})
-	}
-}
-
-// waitScript polls a script until it returns true.
-func waitScript(ctx context.Context, sess *browser.Session, script string) error {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		out, err := sess.ExecuteScript(ctx, script)
-		if err != nil {
-			return err
-		}
-		if string(out) == "true" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s never returned true: %w", script, ctx.Err())
-		case <-t.C:
-		}
 	}
 }

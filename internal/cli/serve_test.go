@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
@@ -47,84 +46,6 @@ func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
 	require.Contains(t, errOut, "--kind exec needs --command")
 }
 
-// syncBuffer collects a running command's output and reports the
-// "listening on URL" line once it is written.
-type syncBuffer struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	url   chan string
-	found bool
-}
-
-var reListening = regexp.MustCompile(`(?m)^listening on (http://\S+)$`)
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if b.url != nil && !b.found {
-		if m := reListening.FindStringSubmatch(b.buf.String()); m != nil {
-			b.found = true
-			b.url <- m[1]
-		}
-	}
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// startServe runs `lockstep serve` in-process on 127.0.0.1:0 and returns
-// its URL and a stop function (the signal) that returns its exit code.
-func startServe(t *testing.T, env map[string]string, args ...string) (string, func() int) {
-	t.Helper()
-	url, stop, _ := startServeLog(t, env, args...)
-	return url, stop
-}
-
-// startServeLog is startServe that also returns serve's stderr.
-func startServeLog(t *testing.T, env map[string]string, args ...string) (string, func() int, *syncBuffer) {
-	t.Helper()
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stdout := &syncBuffer{url: make(chan string, 1)}
-	stderr := &syncBuffer{}
-	exited := make(chan int, 1)
-	go func() { exited <- Run(ctx, append(args, "serve", "--addr", "127.0.0.1:0"), stdout, stderr) }()
-	stopped := false
-	stop := func() int {
-		if stopped {
-			return 0
-		}
-		stopped = true
-		cancel()
-		select {
-		case code := <-exited:
-			return code
-		case <-time.After(60 * time.Second):
-			t.Fatalf("serve did not stop; stderr:\n%s", stderr)
-			return -1
-		}
-	}
-	t.Cleanup(func() { stop() })
-	select {
-	case u := <-stdout.url:
-		require.Equal(t, "listening on "+u+"\n", stdout.String(), "one line on stdout")
-		return u, stop, stderr
-	case code := <-exited:
-		stopped = true
-		t.Fatalf("serve exited with %d before listening; stderr:\n%s", code, stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("serve did not listen; stderr:\n%s", stderr)
-	}
-	return "", stop, stderr
-}
-
 func httpGet(t *testing.T, url string, header map[string]string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
@@ -148,7 +69,7 @@ func TestServeDashboard(t *testing.T) {
 		dsn  func(t *testing.T) string
 	}{
 		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "q.db") }},
-		{"MariaDB", func(t *testing.T) string { return mysqlURL(t, testdb.MySQL(t)) }},
+		{"MariaDB", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
 		{"PostgreSQL", func(t *testing.T) string { return testdb.Postgres(t) }},
 	} {
 		t.Run(d.name, func(t *testing.T) {
@@ -310,14 +231,14 @@ func TestServeStopSharesOneDeadline(t *testing.T) {
 // TestServeSecondSignal: a second SIGTERM stops serve at once, cancelling
 // the running job rather than waiting --stop-timeout, with exit status 1.
 func TestServeSecondSignal(t *testing.T) {
-	l := &lockstepCLI{t: t, bin: lockstepBinary(t), dsn: "sqlite:" + filepath.Join(t.TempDir(), "q.db")}
-	require.Contains(t, l.ok("migrate", "up"), "schema is at version")
+	l := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: "sqlite:" + filepath.Join(t.TempDir(), "q.db")}}
+	require.Contains(t, l.OK("migrate", "up"), "schema is at version")
 	id := l.enqueue("exec", `{}`)
 	fifo, command := blockedJobDir(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := l.command(ctx, "serve", "--addr", "127.0.0.1:0", "--kind", "exec", "--command", command,
+	cmd := l.Command(ctx, "serve", "--addr", "127.0.0.1:0", "--kind", "exec", "--command", command,
 		"--poll", "50ms", "--stop-timeout", "10m")
 	cmd.Env = append(cmd.Env, "LOCKSTEP_TOKEN=")
 	stderr, err := cmd.StderrPipe()
