@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -36,10 +37,13 @@ func TestMain(m *testing.M) {
 }
 
 // runCLI runs the command line in-process and returns its exit code and
-// output.
+// output. It runs the queue's commands alone: the lab's tests, which run
+// it with the lab mounted, are in lab/labcli.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	return clitest.InProcess(t, Run, args...)
+	return clitest.InProcess(t, func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return Run(ctx, args, stdout, stderr)
+	}, args...)
 }
 
 // cliDialects are the databases every CLI test runs on: each call gives a

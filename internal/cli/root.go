@@ -11,9 +11,11 @@ import (
 )
 
 // app is the state shared by all commands: the global flags, the output
-// streams and the logger (clienv.Env, which the lab's commands share too).
+// streams and the logger (clienv.Env, which the lab's commands share too),
+// and the kinds of job extensions added to `work`.
 type app struct {
 	*clienv.Env
+	workKinds []clienv.WorkKind
 }
 
 const rootLong = `lockstep is a job queue that lives in the database you already run —
@@ -43,9 +45,12 @@ Databases are named with --dsn or $LOCKSTEP_DSN:
 Without either, lockstep uses the SQLite file ./lockstep.db.`
 
 // newRootCmd builds the command tree. A new command is a newXxxCmd(c) in
-// its own file, added to the list below.
-func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+// its own file, added to the list below; the extensions' commands follow.
+func newRootCmd(stdout, stderr io.Writer, exts []clienv.Extension) *cobra.Command {
 	c := &app{Env: &clienv.Env{Stdout: stdout, Stderr: stderr}}
+	for _, ext := range exts {
+		c.workKinds = append(c.workKinds, ext.WorkKinds...)
+	}
 	root := &cobra.Command{
 		Use:           "lockstep",
 		Short:         "A job queue on MySQL/MariaDB, PostgreSQL and SQLite that follows one lock order",
@@ -77,7 +82,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newMigrateCmd(c),
 		newDemoCmd(c),
-		newLabCmd(c),
 		newDeadlockCmd(c),
 		newEnqueueCmd(c),
 		newRunsCmd(c),
@@ -89,5 +93,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newWorkCmd(c),
 		newServeCmd(c),
 	)
+	for _, ext := range exts {
+		for _, build := range ext.Commands {
+			root.AddCommand(build(c.Env))
+		}
+	}
 	return root
 }

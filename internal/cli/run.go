@@ -15,12 +15,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
-// Run executes the command line args and returns the exit code. Errors are
-// reported as one line on stderr: "lockstep: <error>".
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdout, stderr)
+// Run executes the command line args, with the commands and kinds of job
+// of exts added (cmd/lockstep adds the lab's), and returns the exit code.
+// Errors are reported as one line on stderr: "lockstep: <error>".
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, exts ...clienv.Extension) int {
+	root := newRootCmd(stdout, stderr, exts)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "lockstep: %s\n", oneLine(err))

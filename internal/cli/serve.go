@@ -135,7 +135,7 @@ func (c *app) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		if cfg.Queues, err = parseWorkQueues(o.work.queues, o.work.workers); err != nil {
 			return err
 		}
-		if cfg.Workers, err = workWorkers(cmd, o.work); err != nil {
+		if cfg.Workers, err = c.workWorkers(cmd, o.work); err != nil {
 			return err
 		}
 	} else {

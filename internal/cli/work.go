@@ -13,17 +13,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/execjob"
-	"github.com/lockstep-queue/lockstep/lab/chaos"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
-// The kinds `work --kind` can register.
+// The kinds `work --kind` registers itself. An Extension adds others: the
+// lab adds the chaos test's ledger kind (lab/labcli), whose jobs record
+// every execution in a table of their own.
 const (
 	workKindExec = "exec"
 	workKindDemo = "demo"
-	// workKindLedger runs the chaos test's ledger jobs (package
-	// lab/chaos), which record every execution in a table of their own.
-	workKindLedger = "ledger"
 )
 
 type workOptions struct {
@@ -47,7 +47,35 @@ func newWorkCmd(c *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "work",
 		Short: "Run workers for queues until SIGINT or SIGTERM",
-		Long: `Run a worker process: claim jobs of the given queues and run them until
+		Long:  workLong(c.workKinds),
+		Example: `  lockstep work --kind exec --command './resize.sh'
+  lockstep work --kind exec --command 'python3 job.py' --queue media=4 --queue default --exec-timeout 10m
+  lockstep work --exec resize=./resize.sh --exec mail='python3 mail.py'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.work(cmd.Context(), cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.queues, "queue", nil, "queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
+	f.IntVar(&o.workers, "workers", 10, "jobs run at once per queue given without =N")
+	f.StringSliceVar(&o.kinds, "kind", nil, "kinds of job to run: "+orList(append([]string{workKindExec + " (needs --command)", workKindDemo}, kindNames(c.workKinds)...))+" (repeatable)")
+	f.StringVar(&o.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
+	f.StringArrayVar(&o.execs, "exec", nil, "KIND=COMMAND: run COMMAND with sh -c for each job of KIND (repeatable)")
+	f.DurationVar(&o.execTimeout, "exec-timeout", 0, "for exec workers: kill a command running longer than this (0: no limit)")
+	f.DurationVar(&o.killGrace, "exec-kill-grace", 0, "for exec workers: send SIGTERM this long before SIGKILL when killing a command")
+	f.DurationVar(&o.reapAfter, "reap-after", time.Minute, "return RUNNING jobs whose heartbeat is older than this to PENDING")
+	f.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often to refresh running jobs' heartbeat and notice cancels")
+	f.DurationVar(&o.poll, "poll", time.Second, "longest wait between claims of an idle queue")
+	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for running jobs")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz on this address (a non-loopback address needs $LOCKSTEP_TOKEN)")
+	addRetentionFlags(f, &o.retention)
+	return cmd
+}
+
+// workLongHead and workLongQueues are work's help around the paragraphs
+// of the kinds an Extension adds.
+const workLongHead = `Run a worker process: claim jobs of the given queues and run them until
 SIGINT or SIGTERM. It then stops claiming and waits up to --stop-timeout for
 running jobs to finish and record their results; a second signal, or the
 timeout, cancels them (they are retried later).
@@ -67,36 +95,35 @@ stay out of jobs' reach).
 --exec KIND=COMMAND (repeatable) does the same for jobs of kind KIND, so each
 kind can have its own command: --exec resize=./resize.sh --exec mail=./mail.py.
 
---kind demo runs the demo's kinds (resize, flaky, rate_limited, slow).
+--kind demo runs the demo's kinds (resize, flaky, rate_limited, slow).`
 
---kind ledger runs the chaos test's kind: each job records its start and end
-in the table lockstep_chaos_ledger (see lockstep lab chaos).
+const workLongQueues = `Queues are named with --queue NAME (at most --workers jobs at once) or
+--queue NAME=N (at most N); the default is the queue "default".`
 
-Queues are named with --queue NAME (at most --workers jobs at once) or
---queue NAME=N (at most N); the default is the queue "default".`,
-		Example: `  lockstep work --kind exec --command './resize.sh'
-  lockstep work --kind exec --command 'python3 job.py' --queue media=4 --queue default --exec-timeout 10m
-  lockstep work --exec resize=./resize.sh --exec mail='python3 mail.py'`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.work(cmd.Context(), cmd, o)
-		},
+// workLong is work's help: its own kinds', each added kind's paragraph,
+// then how queues are named.
+func workLong(kinds []clienv.WorkKind) string {
+	parts := []string{workLongHead}
+	for _, k := range kinds {
+		parts = append(parts, k.Help)
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&o.queues, "queue", nil, "queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
-	f.IntVar(&o.workers, "workers", 10, "jobs run at once per queue given without =N")
-	f.StringSliceVar(&o.kinds, "kind", nil, "kinds of job to run: exec (needs --command), demo or ledger (repeatable)")
-	f.StringVar(&o.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
-	f.StringArrayVar(&o.execs, "exec", nil, "KIND=COMMAND: run COMMAND with sh -c for each job of KIND (repeatable)")
-	f.DurationVar(&o.execTimeout, "exec-timeout", 0, "for exec workers: kill a command running longer than this (0: no limit)")
-	f.DurationVar(&o.killGrace, "exec-kill-grace", 0, "for exec workers: send SIGTERM this long before SIGKILL when killing a command")
-	f.DurationVar(&o.reapAfter, "reap-after", time.Minute, "return RUNNING jobs whose heartbeat is older than this to PENDING")
-	f.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often to refresh running jobs' heartbeat and notice cancels")
-	f.DurationVar(&o.poll, "poll", time.Second, "longest wait between claims of an idle queue")
-	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for running jobs")
-	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz on this address (a non-loopback address needs $LOCKSTEP_TOKEN)")
-	addRetentionFlags(f, &o.retention)
-	return cmd
+	return strings.Join(append(parts, workLongQueues), "\n\n")
+}
+
+func kindNames(kinds []clienv.WorkKind) []string {
+	names := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		names = append(names, k.Name)
+	}
+	return names
+}
+
+// orList joins choices as help text says them: "a", "a or b", "a, b or c".
+func orList(choices []string) string {
+	if len(choices) < 2 {
+		return strings.Join(choices, "")
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }
 
 // parseWorkQueues turns --queue values into the client's queues.
@@ -130,8 +157,9 @@ func parseWorkQueues(values []string, workers int) (map[string]lockstep.QueueCon
 	return out, nil
 }
 
-// workWorkers registers the workers of the --kind values.
-func workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers, error) {
+// workWorkers registers the workers of the --kind values; those of an
+// added kind wait for the database (addedWorkers).
+func (c *app) workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers, error) {
 	if len(o.kinds) == 0 && len(o.execs) == 0 {
 		return nil, errors.New("--kind (exec with --command, or demo) or --exec KIND=COMMAND is required")
 	}
@@ -162,10 +190,11 @@ func workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers, error) {
 			if err := addDemoWorkers(ws); err != nil {
 				return nil, err
 			}
-		case workKindLedger:
-			// Registered once the database is open: it writes there.
 		default:
-			return nil, fmt.Errorf("unknown --kind %q: use exec, demo or ledger", k)
+			if !slices.ContainsFunc(c.workKinds, func(wk clienv.WorkKind) bool { return strings.EqualFold(wk.Name, k) }) {
+				return nil, fmt.Errorf("unknown --kind %q: use %s", k, orList(append([]string{workKindExec, workKindDemo}, kindNames(c.workKinds)...)))
+			}
+			// Registered once the database is open: it may write there.
 		}
 	}
 	for _, spec := range o.execs {
@@ -205,12 +234,25 @@ func addDemoWorkers(ws *lockstep.Workers) error {
 	)
 }
 
+// addedWorkers registers the workers of the added kinds among the --kind
+// values, on the open database.
+func (c *app) addedWorkers(d driver.Driver, ws *lockstep.Workers, kinds []string) error {
+	for _, wk := range c.workKinds {
+		if slices.ContainsFunc(kinds, func(k string) bool { return strings.EqualFold(strings.TrimSpace(k), wk.Name) }) {
+			if err := wk.Register(d, ws); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (c *app) work(ctx context.Context, cmd *cobra.Command, o workOptions) error {
 	queues, err := parseWorkQueues(o.queues, o.workers)
 	if err != nil {
 		return err
 	}
-	ws, err := workWorkers(cmd, o)
+	ws, err := c.workWorkers(cmd, o)
 	if err != nil {
 		return err
 	}
@@ -228,10 +270,8 @@ func (c *app) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		return err
 	}
 	defer func() { _ = d.Close() }()
-	if slices.ContainsFunc(o.kinds, func(k string) bool { return strings.EqualFold(strings.TrimSpace(k), workKindLedger) }) {
-		if err := chaos.NewLedgerWorker(d).Register(ws); err != nil {
-			return err
-		}
+	if err := c.addedWorkers(d, ws, o.kinds); err != nil {
+		return err
 	}
 	cfg := lockstep.Config{
 		Queues: queues, Workers: ws, Logger: c.Logger,

@@ -1,10 +1,14 @@
-package cli
+package labcli
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
 
-// newLabCmd is the lock-order lab: tools that prove, under load or from the
-// declarations, that the queue's statements keep one lock order.
-func newLabCmd(c *app) *cobra.Command {
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
+)
+
+// Command is the lock-order lab, `lockstep lab`, on the environment the
+// root command fills in from the global flags.
+func Command(c *clienv.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
 		Short: "Lock-order lab: prove and explore lock orders",
@@ -27,15 +31,15 @@ lockstep statement follows.
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(
-		newLabAuditCmd(c),
-		newLabCatalogCmd(c),
-		newLabChaosCmd(c),
-		newLabExplainCmd(c),
-		newLabLocksCmd(c),
-		newLabPlanguardCmd(c),
-		newLabRaceCmd(c),
-		newLabReproCmd(c),
-		newLabSoakCmd(c),
+		newAuditCmd(c),
+		newCatalogCmd(c),
+		newChaosCmd(c),
+		newExplainCmd(c),
+		newLocksCmd(c),
+		newPlanguardCmd(c),
+		newRaceCmd(c),
+		newReproCmd(c),
+		newSoakCmd(c),
 	)
 	return cmd
 }

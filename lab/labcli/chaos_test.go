@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func TestChaosKill9(t *testing.T) {
 	workMillis := envInt(t, "LOCKSTEP_CHAOS_WORK_MS", 100)
 	for _, d := range serverDialects {
 		t.Run(d.name, func(t *testing.T) {
-			l := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}}
+			l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}
 			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
 			var progress strings.Builder
 			res, err := chaos.Run(context.Background(), chaos.Config{
@@ -89,7 +89,7 @@ func TestKill9MidJob(t *testing.T) {
 	for _, d := range serverDialects {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
-			l := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}}
+			l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}
 			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
 			drv, err := dsn.Open(ctx, l.DSN)
 			require.NoError(t, err)

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
-func newLabLocksCmd(c *app) *cobra.Command {
+func newLocksCmd(c *clienv.Env) *cobra.Command {
 	var variant, claimPlan, isolation string
 	var live bool
 	cmd := &cobra.Command{

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/lab/attempt"
 	"github.com/lockstep-queue/lockstep/lab/race"
 )
 
-func newLabRaceCmd(c *app) *cobra.Command {
+func newRaceCmd(c *clienv.Env) *cobra.Command {
 	var variant, claimPlan, isolation, outDir string
 	var rounds, claimers int
 	var matrix bool

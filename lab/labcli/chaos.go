@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"errors"
@@ -9,12 +9,28 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/lab/chaos"
 )
 
-func newLabChaosCmd(c *app) *cobra.Command {
+// ledgerKind is the chaos test's kind of job: `lab chaos` starts
+// `lockstep work --kind ledger` processes, whose jobs record every
+// execution in a ledger table that the check reads.
+func ledgerKind() clienv.WorkKind {
+	return clienv.WorkKind{
+		Name: "ledger",
+		Help: `--kind ledger runs the chaos test's kind: each job records its start and end
+in the table lockstep_chaos_ledger (see lockstep lab chaos).`,
+		Register: func(d driver.Driver, ws *lockstep.Workers) error {
+			return chaos.NewLedgerWorker(d).Register(ws)
+		},
+	}
+}
+
+func newChaosCmd(c *clienv.Env) *cobra.Command {
 	var cfg chaos.Config
 	var asJSON bool
 	cmd := &cobra.Command{

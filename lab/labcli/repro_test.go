@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"os"
@@ -93,7 +93,7 @@ func TestLabRace(t *testing.T) {
 
 func TestLabAudit(t *testing.T) {
 	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
-	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "audit", "../../lab/attempt/sql")
+	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "audit", "../attempt/sql")
 	require.Equal(t, 1, code, "findings exit 1")
 	require.Contains(t, errOut, "lock paths can cross")
 	require.Contains(t, out, "claim × cancel can deadlock on attempt.idx_status")

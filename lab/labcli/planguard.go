@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 // errPlansFailed makes the command exit non-zero after printing its report.
 var errPlansFailed = errors.New("planguard: some statements are not planned as the catalogue declares")
 
-func newLabPlanguardCmd(c *app) *cobra.Command {
+func newPlanguardCmd(c *clienv.Env) *cobra.Command {
 	var synthetic, verbose, asJSON bool
 	var only, dists []string
 	cmd := &cobra.Command{

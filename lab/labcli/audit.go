@@ -1,17 +1,18 @@
-package cli
+package labcli
 
 import (
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/lab/audit"
 )
 
 // errAuditFindings makes lab audit exit non-zero when it flags something.
 var errAuditFindings = fmt.Errorf("audit: lock paths can cross")
 
-func newLabAuditCmd(c *app) *cobra.Command {
+func newAuditCmd(c *clienv.Env) *cobra.Command {
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "audit DIR",

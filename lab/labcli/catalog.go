@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 func catalogOf(dialect string) (*catalog.Catalog, error) {
@@ -26,7 +27,7 @@ func catalogOf(dialect string) (*catalog.Catalog, error) {
 	return nil, fmt.Errorf("catalog: unknown dialect %q (want mariadb, mysql, postgres or sqlite)", dialect)
 }
 
-func newLabCatalogCmd(c *app) *cobra.Command {
+func newCatalogCmd(c *clienv.Env) *cobra.Command {
 	var dialect string
 	var withSQL bool
 	cmd := &cobra.Command{

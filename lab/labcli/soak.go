@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/lockstep-queue/lockstep/lab/soak"
 )
 
-type labSoakOptions struct {
+type soakOptions struct {
 	duration         time.Duration
 	drainTimeout     time.Duration
 	progressInterval time.Duration
@@ -33,8 +33,8 @@ type labSoakOptions struct {
 	json             bool
 }
 
-func newLabSoakCmd(c *app) *cobra.Command {
-	var o labSoakOptions
+func newSoakCmd(c *clienv.Env) *cobra.Command {
+	var o soakOptions
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Run the mixed soak on a scratch database: no deadlock, no job lost or finished twice",
@@ -69,7 +69,7 @@ locks too. On PostgreSQL, pool_max_conns defaults to what the workers need.`,
 				// bread; its report tells them better than the logs.
 				logger = c.NewLogger(slog.LevelError)
 			}
-			return runLabSoak(cmd.Context(), c, o, logger)
+			return runSoak(cmd.Context(), c, o, logger)
 		},
 	}
 	f := cmd.Flags()
@@ -85,7 +85,7 @@ locks too. On PostgreSQL, pool_max_conns defaults to what the workers need.`,
 	return cmd
 }
 
-func runLabSoak(ctx context.Context, c *app, o labSoakOptions, logger *slog.Logger) error {
+func runSoak(ctx context.Context, c *clienv.Env, o soakOptions, logger *slog.Logger) error {
 	if strings.TrimSpace(c.DSN) == "" {
 		return errors.New("lab soak needs --dsn (or $LOCKSTEP_DSN) naming a scratch database; it will not default to ./" + dsn.DefaultSQLitePath)
 	}
@@ -128,7 +128,7 @@ func runLabSoak(ctx context.Context, c *app, o labSoakOptions, logger *slog.Logg
 }
 
 // soakOpener returns how the soak opens each of its pools.
-func soakOpener(p dsn.Parsed, o labSoakOptions) (func(context.Context) (driver.Driver, error), error) {
+func soakOpener(p dsn.Parsed, o soakOptions) (func(context.Context) (driver.Driver, error), error) {
 	level := sql.LevelReadCommitted
 	switch o.isolation {
 	case "read-committed":

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"database/sql"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/lab/attempt"
 	"github.com/lockstep-queue/lockstep/lab/explain"
 	"github.com/lockstep-queue/lockstep/lab/repro"
@@ -38,7 +39,7 @@ func reproOptions(variant, claimPlan, isolation string) (repro.Options, error) {
 	return repro.Options{Cancel: cancel, Claim: claim, Isolation: level}, nil
 }
 
-func newLabReproCmd(c *app) *cobra.Command {
+func newReproCmd(c *clienv.Env) *cobra.Command {
 	var variant, claimPlan, isolation string
 	var keep bool
 	cmd := &cobra.Command{
@@ -92,7 +93,7 @@ The table is dropped afterwards (--keep leaves it).`,
 	return cmd
 }
 
-func newLabExplainCmd(c *app) *cobra.Command {
+func newExplainCmd(c *clienv.Env) *cobra.Command {
 	var statement string
 	var extra []string
 	var keep bool
