@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
-	"github.com/lockstep-queue/lockstep/rowtype"
-
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // queueListLimit bounds how many queues with jobs `queues list` reads.

@@ -91,18 +91,6 @@ func (c *app) runsList(ctx context.Context, o runsListOptions) error {
 	})
 }
 
-func checkListFlags(before int64, limit, countLimit int) error {
-	switch {
-	case before < 0:
-		return fmt.Errorf("--before must be a positive id, got %d", before)
-	case limit < 1:
-		return fmt.Errorf("--limit must be at least 1, got %d", limit)
-	case countLimit < 1:
-		return fmt.Errorf("--count-limit must be at least 1, got %d", countLimit)
-	}
-	return nil
-}
-
 // runShowOut is `runs show --json`: the run, its counts and its newest
 // jobs (Next is the --before of the next page of `jobs --run ID`).
 type runShowOut struct {
@@ -170,7 +158,7 @@ func writeRunDetail(c *app, out runShowOut, page *lockstep.JobPage) error {
 		fmt.Fprintf(tw, "metadata:\t%s\n", outCell(string(r.Metadata), 200))
 	}
 	fmt.Fprintf(tw, "progress:\t%s final\n", r.progress())
-	for _, st := range allStatuses {
+	for _, st := range allStatuses() {
 		fmt.Fprintf(tw, "  %s:\t%s\n", st, outCount(int64(r.Counts[st]), r.CountsCapped))
 	}
 	if err := tw.Flush(); err != nil {

@@ -44,7 +44,7 @@ func toQueueStatsOut(st *lockstep.QueueStats, window time.Duration) queueStatsOu
 		Queue: st.Queue, Counts: map[lockstep.JobStatus]countOut{}, Finished: map[lockstep.JobStatus]countOut{},
 		WindowSeconds: window.Seconds(), Now: outTimePtr(st.Now), OldestAvailableAt: outTimePtr(st.OldestAvailableAt),
 	}
-	for _, s := range allStatuses {
+	for _, s := range allStatuses() {
 		n := st.Counts[s]
 		out.Counts[s] = countOut{N: n.N, Capped: n.Capped}
 	}
@@ -108,7 +108,7 @@ a huge queue; a count that reaches the limit is shown as ≥N.`,
 				fmt.Fprintf(tw, "QUEUE\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED\tOLDEST_PENDING\tJOBS/S(%s)\n", window)
 				for _, q := range out.Queues {
 					fmt.Fprintf(tw, "%s", outCell(q.Queue, 40))
-					for _, s := range allStatuses {
+					for _, s := range allStatuses() {
 						fmt.Fprintf(tw, "\t%s", outCount(q.Counts[s].N, q.Counts[s].Capped))
 					}
 					oldest := "-"

@@ -2,9 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,63 +10,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/rowtype"
-
-	"github.com/lockstep-queue/lockstep"
 )
 
-// Shared by the commands that read and change jobs and runs (enqueue,
-// runs, jobs, cancel, retry, stats): opening a client, parsing ids and
-// statuses, and the table and JSON forms of jobs and runs.
-
-// allStatuses lists the job statuses in the order tables show them.
-var allStatuses = []lockstep.JobStatus{
-	lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone,
-	lockstep.StatusFailed, lockstep.StatusCancelled,
-}
-
-// withQueueClient opens the database named by --dsn and runs fn with a
-// client that enqueues and reads but runs no workers.
-func (c *app) withQueueClient(ctx context.Context, fn func(*lockstep.Client) error) error {
-	d, err := c.OpenDriver(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = d.Close() }()
-	client, err := lockstep.NewClient(d, lockstep.Config{Logger: c.Logger})
-	if err != nil {
-		return err
-	}
-	return fn(client)
-}
-
-// parseIDArg parses a job or run id given on the command line.
-func parseIDArg(what, s string) (int64, error) {
-	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || id < 1 {
-		return 0, fmt.Errorf("invalid %s id %q: want a positive integer", what, s)
-	}
-	return id, nil
-}
-
-// parseStatusFlag parses a job status, case-insensitively.
-func parseStatusFlag(s string) (lockstep.JobStatus, error) {
-	for _, st := range allStatuses {
-		if strings.EqualFold(s, string(st)) {
-			return st, nil
-		}
-	}
-	return "", fmt.Errorf("unknown job status %q: use PENDING, RUNNING, DONE, FAILED or CANCELLED", s)
-}
-
-// notFoundAs turns the library's ErrNotFound into "job 7 not found".
-func notFoundAs(err error, what string, id int64) error {
-	if errors.Is(err, rowtype.ErrNotFound) {
-		return fmt.Errorf("%s %d not found", what, id)
-	}
-	return err
-}
+// The table and JSON forms of jobs and runs, shared by the commands that
+// read and change them (enqueue, runs, jobs, cancel, retry, stats), and
+// the text from the database made safe to print on a terminal.
 
 // outTime formats a time for tables: UTC, to the second; "-" when unset.
 func outTime(t time.Time) string {
@@ -363,7 +312,7 @@ type runOut struct {
 
 func toRunOut(s *lockstep.RunSummary) runOut {
 	out := runOut{runRowOut: toRunRowOut(s.Run), Counts: map[lockstep.JobStatus]int{}, CountsCapped: s.Counts.Capped}
-	for _, st := range allStatuses {
+	for _, st := range allStatuses() {
 		n := s.Counts.Counts[st]
 		out.Counts[st] = n
 		out.Jobs += n
@@ -398,7 +347,7 @@ func writeRunsTable(w io.Writer, runs []runOut) error {
 	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED\tCREATED")
 	for _, r := range runs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s", r.ID, outCell(r.Name, 40), r.state(), r.progress())
-		for _, st := range allStatuses {
+		for _, st := range allStatuses() {
 			fmt.Fprintf(tw, "\t%s", outCount(int64(r.Counts[st]), r.CountsCapped))
 		}
 		created := "-"
