@@ -1,6 +1,7 @@
 package labcli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,9 +9,6 @@ import (
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/lab/audit"
 )
-
-// errAuditFindings makes lab audit exit non-zero when it flags something.
-var errAuditFindings = fmt.Errorf("audit: lock paths can cross")
 
 func newAuditCmd(c *clienv.Env) *cobra.Command {
 	var keep bool
@@ -55,7 +53,8 @@ MySQL and MariaDB only. Exits 1 when something is flagged.`,
 				return err
 			}
 			if len(rep.Findings) > 0 {
-				return errAuditFindings
+				// Non-zero exit after the report, which says what crosses.
+				return errors.New("audit: lock paths can cross")
 			}
 			return nil
 		},

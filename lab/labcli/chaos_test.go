@@ -22,12 +22,17 @@ import (
 
 // serverDialects are the server databases the process tests run on, each
 // call of dsn a fresh, empty database in lockstep's DSN form.
-var serverDialects = []struct {
+func serverDialects() []struct {
 	name string
 	dsn  func(t *testing.T) string
-}{
-	{"mariadb", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
-	{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
+} {
+	return []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"mariadb", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
+		{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
+	}
 }
 
 // envInt reads a positive integer setting of the chaos test, or def.
@@ -51,7 +56,7 @@ func envInt(t *testing.T, name string, def int) int {
 func TestChaosKill9(t *testing.T) {
 	jobs := envInt(t, "LOCKSTEP_CHAOS_JOBS", 5000)
 	workMillis := envInt(t, "LOCKSTEP_CHAOS_WORK_MS", 100)
-	for _, d := range serverDialects {
+	for _, d := range serverDialects() {
 		t.Run(d.name, func(t *testing.T) {
 			l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}
 			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
@@ -86,7 +91,7 @@ func TestChaosKill9(t *testing.T) {
 // records, checked as if the first process had not been killed, must be
 // reported as a broken promise: the checker is tested on real data too.
 func TestKill9MidJob(t *testing.T) {
-	for _, d := range serverDialects {
+	for _, d := range serverDialects() {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
 			l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}

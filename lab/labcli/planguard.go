@@ -11,9 +11,6 @@ import (
 	"github.com/lockstep-queue/lockstep/lab/planguard"
 )
 
-// errPlansFailed makes the command exit non-zero after printing its report.
-var errPlansFailed = errors.New("planguard: some statements are not planned as the catalogue declares")
-
 func newPlanguardCmd(c *clienv.Env) *cobra.Command {
 	var synthetic, verbose, asJSON bool
 	var only, dists []string
@@ -71,7 +68,8 @@ at a scratch database with the lockstep schema ('lockstep migrate up').`,
 				return err
 			}
 			if len(rep.Failed()) > 0 {
-				return errPlansFailed
+				// Non-zero exit after the report, which says which.
+				return errors.New("planguard: some statements are not planned as the catalogue declares")
 			}
 			return nil
 		},
