@@ -89,10 +89,11 @@ func TestDeadlockDecodeErrors(t *testing.T) {
 	require.Contains(t, errOut, "read deadlock report")
 }
 
-// TestDeadlockDecodeLive makes the seed's deadlock on a throwaway MariaDB
-// (session A holds PRIMARY 10, session B's cancel through idx_status waits
-// for it, then A's claim needs B's idx_status record) and decodes SHOW
-// ENGINE INNODB STATUS with field names from information_schema.
+// TestDeadlockDecodeLive makes the claim/cancel deadlock on a throwaway
+// MariaDB (session A holds PRIMARY 10, session B's cancel through
+// idx_status waits for it, then A's claim needs B's idx_status record) and
+// decodes SHOW ENGINE INNODB STATUS with field names from
+// information_schema.
 func TestDeadlockDecodeLive(t *testing.T) {
 	rawDSN := testdb.MySQL(t)
 	db, err := sql.Open("mysql", rawDSN)

@@ -15,7 +15,7 @@ func newAuditCmd(c *clienv.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit DIR",
 		Short: "Audit an application's statements for lock paths that can cross",
-		Long: `The second seed's checklist, automated. DIR holds statements.sql (the
+		Long: `The lock-path checklist, automated. DIR holds statements.sql (the
 statements the application issues, each named by a "-- name: NAME" comment
 before it), optionally schema.sql (created in the --dsn database, which must
 then be a scratch database, and dropped afterwards), and data-*.sql files,
@@ -28,7 +28,7 @@ paths can cross is reported: one finds rows through an index the other
 changes after locking PRIMARY. So are range writes through an index on a
 column that changes. Each finding comes with the fix.
 
-Try it on the seed: lockstep lab audit --dsn mysql://…/scratch lab/attempt/sql
+Try it on the attempt table: lockstep lab audit --dsn mysql://…/scratch lab/attempt/sql
 MySQL and MariaDB only. Exits 1 when something is flagged.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

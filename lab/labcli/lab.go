@@ -19,11 +19,11 @@ lockstep statement follows.
   chaos      kill worker processes with SIGKILL while they work, then check
              that no job was lost, finished twice or run again needlessly
   catalog    print every statement with its access path and what it locks
-  explain    EXPLAIN a statement on the seed's table under its distributions
-  locks      print the lock table while the seed's cancel waits, or now
+  explain    EXPLAIN a statement on the attempt table under its distributions
+  locks      print the lock table while the attempt table's cancel waits, or now
   planguard  EXPLAIN every statement and check it takes its declared path
-  race       race the seed's claim against its cancel for N rounds, count deadlocks
-  repro      reproduce the seed's deadlock step by step, on its own table
+  race       race the attempt table's claim against its cancel for N rounds, count deadlocks
+  repro      reproduce the claim/cancel deadlock step by step, on its own table
   soak       run worker pools, enqueuers, cancellers and a dead worker at
              once against a scratch database, then check that the server
              counted no deadlock and that no job was lost or finished twice`,

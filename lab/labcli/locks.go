@@ -17,10 +17,10 @@ func newLocksCmd(c *clienv.Env) *cobra.Command {
 	var live bool
 	cmd := &cobra.Command{
 		Use:   "locks",
-		Short: "Print the lock table while the seed's cancel waits (or, with --live, now)",
-		Long: `Print the server's lock table as the second seed does — transaction, table,
-index, lock mode, GRANTED or WAITING, lock data — at the moment the seed's
-cancel waits for the claim's PRIMARY 300 lock (the scenario of 'lab repro',
+		Short: "Print the lock table while the attempt table's cancel waits (or, with --live, now)",
+		Long: `Print the server's lock table — transaction, table, index, lock mode,
+GRANTED or WAITING, lock data — at the moment the cancel of the claim/cancel
+deadlock waits for the claim's PRIMARY 300 lock (the scenario of 'lab repro',
 chosen by --variant and --claim-plan), or, with --live, for whatever the
 sessions of the --dsn database hold and wait for now.
 

@@ -25,8 +25,8 @@ func newRaceCmd(c *clienv.Env) *cobra.Command {
 	var seedN uint64
 	cmd := &cobra.Command{
 		Use:   "race",
-		Short: "Race the seed's claim against its cancel for N rounds and count deadlocks",
-		Long: `The second seed's experiment: per round, run 3's 100 attempts are reset to
+		Short: "Race the attempt table's claim against its cancel for N rounds and count deadlocks",
+		Long: `The claim/cancel race: per round, run 3's 100 attempts are reset to
 PENDING, then --claimers sessions (each claiming the 100 attempts one
 statement at a time, in its own random order) and one canceller start at
 once. A round counts when any session got error 1213. --matrix runs every
@@ -34,7 +34,7 @@ cancel variant against both claim plans.
 
 It shows how rare the deadlock is, and so why a race test that passes
 twenty times proves nothing (see 'lab repro' for the deterministic one).
-The seed's table is created in the database --dsn names (MySQL or MariaDB)
+The attempt table is created in the database --dsn names (MySQL or MariaDB)
 and dropped afterwards. --out DIR writes race.csv and race.svg (deadlocking
 rounds per experiment). --seed fixes the claim orders.`,
 		Args: cobra.NoArgs,
@@ -115,7 +115,7 @@ rounds per experiment). --seed fixes the claim orders.`,
 	}
 	cmd.Flags().StringVar(&variant, "variant", "range-status", "the cancel: range-status, range-run, composite, ids-then-primary or range")
 	cmd.Flags().StringVar(&claimPlan, "claim-plan", "default", "the claim: default or primary")
-	cmd.Flags().StringVar(&isolation, "isolation", "repeatable-read", "the sessions' level: repeatable-read (the seed's) or read-committed")
+	cmd.Flags().StringVar(&isolation, "isolation", "repeatable-read", "the sessions' level: repeatable-read (InnoDB's default) or read-committed")
 	cmd.Flags().IntVar(&rounds, "rounds", 1000, "rounds per experiment")
 	cmd.Flags().IntVar(&claimers, "claimers", 8, "claiming sessions per round")
 	cmd.Flags().BoolVar(&matrix, "matrix", false, "run every cancel variant against both claim plans")
@@ -132,7 +132,7 @@ func openRaceDB(ctx context.Context, raw string, level sql.IsolationLevel) (*sql
 		return nil, err
 	}
 	if p.Dialect != "mysql" {
-		return nil, fmt.Errorf("lab race: the seed's deadlock is InnoDB's; point --dsn at MySQL or MariaDB, not %s", p.Dialect)
+		return nil, fmt.Errorf("lab race: the claim/cancel deadlock is InnoDB's; point --dsn at MySQL or MariaDB, not %s", p.Dialect)
 	}
 	cfg, err := gomysql.ParseDSN(p.DSN)
 	if err != nil {

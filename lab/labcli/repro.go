@@ -44,18 +44,18 @@ func newReproCmd(c *clienv.Env) *cobra.Command {
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "repro",
-		Short: "Reproduce the second seed's deadlock, step by step, on its own table",
-		Long: `Reproduce the second seed's deadlock deterministically. The lab creates the
-seed's table (attempt: 1,000 rows, 10 runs, two PENDING per run) in the
-database --dsn names, then plays two sessions:
+		Short: "Reproduce the claim/cancel deadlock, step by step, on its own table",
+		Long: `Reproduce the claim/cancel deadlock deterministically. The lab creates the
+attempt table (1,000 rows, 10 runs, two PENDING per run) in the database
+--dsn names, then plays two sessions:
 
   A  holds PRIMARY 300 with SELECT … FOR UPDATE (the claim's first lock,
      taken early to widen the gap between its two locks), then claims 300;
   B  cancels run 3 with the chosen --variant.
 
 B's lock wait is confirmed from the server's lock table before A goes on,
-and the timeline is printed as the seed prints it. With the seed's unsafe
-cancel it ends in ERROR 1213; with ids-then-primary it does not.
+and the timeline is printed session by session. With an unsafe cancel it
+ends in ERROR 1213; with ids-then-primary it does not.
 
 Variants: range-status, range-run, composite, ids-then-primary, range.
 Needs MySQL or MariaDB, and the PROCESS privilege to read the lock table.
@@ -88,7 +88,7 @@ The table is dropped afterwards (--keep leaves it).`,
 	}
 	cmd.Flags().StringVar(&variant, "variant", "range", "the cancel: range-status, range-run, composite, ids-then-primary or range (no hint)")
 	cmd.Flags().StringVar(&claimPlan, "claim-plan", "default", "the claim: default (as written) or primary (FORCE INDEX (PRIMARY))")
-	cmd.Flags().StringVar(&isolation, "isolation", "repeatable-read", "repeatable-read (the seed's) or read-committed")
+	cmd.Flags().StringVar(&isolation, "isolation", "repeatable-read", "repeatable-read (InnoDB's default) or read-committed")
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the attempt table in place")
 	return cmd
 }
@@ -99,9 +99,9 @@ func newExplainCmd(c *clienv.Env) *cobra.Command {
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "explain",
-		Short: "EXPLAIN a statement on the seed's table under several data distributions",
-		Long: `EXPLAIN a statement (default: the seed's cancel of run 3) on the seed's
-attempt table under the seed's distributions — its own table, a fresh run of
+		Short: "EXPLAIN a statement on the attempt table under several data distributions",
+		Long: `EXPLAIN a statement (default: the claim/cancel deadlock's cancel of run 3)
+on the attempt table under its distributions — its own data, a fresh run of
 100 PENDING, 5 PENDING / 95 DONE, 2 PENDING / 998 DONE — and any added with
 --distribution NAME:RUNSIZE:PENDING (run 3's size and PENDING count among 99
 other runs of 100 DONE attempts). Statistics are refreshed after each load.
@@ -127,7 +127,7 @@ The table is created in the database --dsn names and dropped afterwards.`,
 			}
 			defer func() { _ = drv.Close() }()
 			if drv.Dialect() != "mysql" {
-				return fmt.Errorf("lab explain: the seed's table is InnoDB's; point --dsn at MySQL or MariaDB")
+				return fmt.Errorf("lab explain: the attempt table is InnoDB's; point --dsn at MySQL or MariaDB")
 			}
 			rows, err := explain.Run(ctx, drv.DB(), stmt, dists, keep)
 			if err != nil {
@@ -136,7 +136,7 @@ The table is created in the database --dsn names and dropped afterwards.`,
 			return explain.WriteText(c.Stdout, stmt, rows)
 		},
 	}
-	cmd.Flags().StringVar(&statement, "statement", "", "the statement to explain, on table attempt (default: the seed's cancel of run 3)")
+	cmd.Flags().StringVar(&statement, "statement", "", "the statement to explain, on table attempt (default: the claim/cancel deadlock's cancel of run 3)")
 	cmd.Flags().StringSliceVar(&extra, "distribution", nil, "add a distribution NAME:RUNSIZE:PENDING (repeatable)")
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the attempt table in place")
 	return cmd

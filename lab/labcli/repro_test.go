@@ -18,12 +18,12 @@ func TestLabRepro(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "waits for PRIMARY X 300")
 	// InnoDB rolls back the lighter transaction, which here is nearly
-	// always the claim (as in the seed); either way the timeline shows 1213.
+	// always the claim; either way the timeline shows 1213.
 	require.Contains(t, out, "ERROR 1213")
 	require.Regexp(t, `deadlock: InnoDB rolled back session [AB]`, out)
 
-	// The report MariaDB wrote for that deadlock decodes to the seed's
-	// structure: the cancel holds idx_status and waits for PRIMARY 300,
+	// The report MariaDB wrote for that deadlock decodes to the
+	// claim/cancel pattern: the cancel holds idx_status and waits for PRIMARY 300,
 	// the claim holds PRIMARY 300 and waits for idx_status, the claim is
 	// rolled back.
 	code, out, errOut = runCLI(t, "--dsn", dsn, "deadlock", "decode")
@@ -60,7 +60,7 @@ func TestLabLocks(t *testing.T) {
 	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
 	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "locks", "--variant", "range-status")
 	require.Equal(t, 0, code, errOut)
-	// The seed's lock table: the claim holds PRIMARY 300, the cancel waits
+	// The attempt table's locks: the claim holds PRIMARY 300, the cancel waits
 	// for it; MariaDB shows only the locks in the wait, and says so.
 	require.Regexp(t, `(?m)\s+PRIMARY\s+X\s+GRANTED\s+300$`, out)
 	require.Regexp(t, `(?m)\s+PRIMARY\s+X\s+WAITING\s+300$`, out)
