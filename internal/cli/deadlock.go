@@ -16,6 +16,11 @@ import (
 	"github.com/lockstep-queue/lockstep/lockdiag/deadlock"
 )
 
+// newDeadlockCmd is `lockstep deadlock`. It is lock diagnostics for the
+// databases the queue runs on (package lockdiag/deadlock, which the
+// dashboard's lock monitor decodes with too), not a lab experiment: it
+// reads any MySQL/MariaDB server's reports, about the application's own
+// tables, so it is a queue command here rather than one of lab/labcli's.
 func newDeadlockCmd(c *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deadlock",

@@ -72,8 +72,8 @@ func newRootCmd(stdout, stderr io.Writer, exts []clienv.Extension) *cobra.Comman
 	root.CompletionOptions.HiddenDefaultCmd = true
 
 	f := root.PersistentFlags()
-	// The default is resolved in setup, not here, so that --help never
-	// shows $LOCKSTEP_DSN, which may hold a password.
+	// The default is resolved in PersistentPreRunE, not here, so that
+	// --help never shows $LOCKSTEP_DSN, which may hold a password.
 	f.StringVar(&c.DSN, "dsn", "",
 		"database: mysql://…, postgres://… or sqlite:PATH (default $LOCKSTEP_DSN, else sqlite:"+dsn.DefaultSQLitePath+")")
 	f.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
