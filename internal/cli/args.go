@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-queue/lockstep"
+)
+
+// The command-line values more than one command parses: job and run ids,
+// job statuses, and the paging flags of listings. A command's own flags
+// are checked in its file.
+
+// allStatuses lists the job statuses in the order tables show them. A
+// function, not a variable, so that no caller can reorder it for another.
+func allStatuses() []lockstep.JobStatus {
+	return []lockstep.JobStatus{
+		lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone,
+		lockstep.StatusFailed, lockstep.StatusCancelled,
+	}
+}
+
+// parseIDArg parses a job or run id given on the command line.
+func parseIDArg(what, s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || id < 1 {
+		return 0, fmt.Errorf("invalid %s id %q: want a positive integer", what, s)
+	}
+	return id, nil
+}
+
+// parseStatusFlag parses a job status, case-insensitively.
+func parseStatusFlag(s string) (lockstep.JobStatus, error) {
+	for _, st := range allStatuses() {
+		if strings.EqualFold(s, string(st)) {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown job status %q: use PENDING, RUNNING, DONE, FAILED or CANCELLED", s)
+}
+
+// checkListFlags checks a listing's paging flags before the database is
+// opened.
+func checkListFlags(before int64, limit, countLimit int) error {
+	switch {
+	case before < 0:
+		return fmt.Errorf("--before must be a positive id, got %d", before)
+	case limit < 1:
+		return fmt.Errorf("--limit must be at least 1, got %d", limit)
+	case countLimit < 1:
+		return fmt.Errorf("--count-limit must be at least 1, got %d", countLimit)
+	}
+	return nil
+}

@@ -1,0 +1,360 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
+	"github.com/lockstep-queue/lockstep/rowtype"
+)
+
+// The table and JSON forms of jobs and runs, shared by the commands that
+// read and change them (enqueue, runs, jobs, cancel, retry, stats), and
+// the text from the database made safe to print on a terminal.
+
+// outTime formats a time for tables: UTC, to the second; "-" when unset.
+func outTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// outTimePtr is a time for JSON: null when unset.
+func outTimePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// outAge formats a duration for humans, to the second (to the
+// millisecond under one second).
+func outAge(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// outSafe makes text from the database (a job's errors, which hold a
+// command's stderr; its args, queue and kind; a run's name) safe to print
+// on a terminal: C0 and C1 control characters, DEL and bytes that are not
+// UTF-8 are shown as Go escapes (ESC as \x1b, CSI as \u009b), so no
+// escape sequence reaches the terminal. With multiline, newlines and tabs
+// are kept. JSON output needs none of this: encoding/json escapes C0 and
+// the reader decodes it.
+func outSafe(s string, multiline bool) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case multiline && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r <= 0x9f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// outCell makes text fit a table cell: its lines joined, white space
+// collapsed, control characters escaped (outSafe), at most max runes,
+// with an ellipsis when cut.
+func outCell(s string, max int) string {
+	s = outSafe(strings.Join(strings.Fields(s), " "), false)
+	if s == "" {
+		return "-"
+	}
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max]) + "…"
+	}
+	return s
+}
+
+// outCount shows a bounded count: "≥N" when capped.
+func outCount(n int64, capped bool) string {
+	if capped {
+		return "≥" + strconv.FormatInt(n, 10)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// countOut is a bounded count in JSON.
+type countOut struct {
+	N      int64 `json:"n"`
+	Capped bool  `json:"capped"`
+}
+
+// jobOut is a job in JSON.
+type jobOut struct {
+	ID          int64                   `json:"id"`
+	RunID       int64                   `json:"run_id,omitempty"`
+	Queue       string                  `json:"queue"`
+	Kind        string                  `json:"kind"`
+	Status      lockstep.JobStatus      `json:"status"`
+	Args        json.RawMessage         `json:"args"`
+	Priority    int                     `json:"priority"`
+	Attempts    int                     `json:"attempts"`
+	MaxAttempts int                     `json:"max_attempts"`
+	AvailableAt *time.Time              `json:"available_at"`
+	CreatedAt   *time.Time              `json:"created_at"`
+	StartedAt   *time.Time              `json:"started_at"`
+	HeartbeatAt *time.Time              `json:"heartbeat_at"`
+	FinishedAt  *time.Time              `json:"finished_at"`
+	LastError   string                  `json:"last_error,omitempty"`
+	Errors      []lockstep.AttemptError `json:"errors"`
+	UniqueKey   string                  `json:"unique_key,omitempty"`
+	Metadata    json.RawMessage         `json:"metadata,omitempty"`
+	Output      json.RawMessage         `json:"output,omitempty"`
+}
+
+// rawJSONOut makes stored JSON safe to embed in JSON output: nil stays
+// nil (omitted), and text that is not JSON (never expected) becomes a
+// string rather than failing the whole listing.
+func rawJSONOut(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
+}
+
+func toJobOut(j *lockstep.JobRow) jobOut {
+	args := rawJSONOut(j.Args)
+	if len(args) == 0 {
+		args = json.RawMessage("null")
+	}
+	errs := j.Errors
+	if errs == nil {
+		errs = []lockstep.AttemptError{}
+	}
+	return jobOut{
+		ID: j.ID, RunID: j.RunID, Queue: j.Queue, Kind: j.Kind, Status: j.Status, Args: args,
+		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
+		AvailableAt: outTimePtr(j.AvailableAt), CreatedAt: outTimePtr(j.CreatedAt),
+		StartedAt: outTimePtr(j.StartedAt), HeartbeatAt: outTimePtr(j.HeartbeatAt),
+		FinishedAt: outTimePtr(j.FinishedAt), LastError: j.LastError, Errors: errs,
+		UniqueKey: j.UniqueKey, Metadata: rawJSONOut(j.Metadata), Output: rawJSONOut(j.Output),
+	}
+}
+
+func toJobsOut(jobs []*lockstep.JobRow) []jobOut {
+	out := make([]jobOut, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, toJobOut(j))
+	}
+	return out
+}
+
+// jobPageOut is a page of a newest-first job listing in JSON. Next is the
+// --before of the next page; 0 when there is none.
+type jobPageOut struct {
+	Jobs     []jobOut `json:"jobs"`
+	Next     int64    `json:"next"`
+	Examined int      `json:"examined"`
+}
+
+func toJobPageOut(p *lockstep.JobPage) jobPageOut {
+	return jobPageOut{Jobs: toJobsOut(p.Jobs), Next: p.Next, Examined: p.Examined}
+}
+
+// writeJobsTable writes jobs as a table, newest first as given.
+func writeJobsTable(w io.Writer, jobs []*lockstep.JobRow) error {
+	tw := clienv.Table(w)
+	fmt.Fprintln(tw, "ID\tRUN\tQUEUE\tKIND\tSTATUS\tATTEMPTS\tCREATED\tLAST_ERROR")
+	for _, j := range jobs {
+		run := "-"
+		if j.RunID != 0 {
+			run = strconv.FormatInt(j.RunID, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, run, outCell(j.Queue, 30), outCell(j.Kind, 30),
+			j.Status, j.Attempts, j.MaxAttempts, outTime(j.CreatedAt), outCell(j.LastError, 60))
+	}
+	return tw.Flush()
+}
+
+// writeNextHint tells how to read the next page of a listing.
+func writeNextHint(w io.Writer, shown int, next int64, examined int) {
+	switch {
+	case next == 0:
+	case shown == 0:
+		fmt.Fprintf(w, "no match among the %d job ids examined; next page: --before %d\n", examined, next)
+	default:
+		fmt.Fprintf(w, "next page: --before %d\n", next)
+	}
+}
+
+// writeJobDetail writes every field of a job, its args indented and its
+// error history.
+func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
+	tw := clienv.Table(w)
+	run := "-"
+	if j.RunID != 0 {
+		run = strconv.FormatInt(j.RunID, 10)
+	}
+	rows := [][2]string{
+		{"id", strconv.FormatInt(j.ID, 10)},
+		{"run", run},
+		{"queue", outSafe(j.Queue, false)},
+		{"kind", outSafe(j.Kind, false)},
+		{"status", string(j.Status)},
+		{"priority", strconv.Itoa(j.Priority)},
+		{"attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts)},
+		{"created", outTime(j.CreatedAt)},
+		{"available", outTime(j.AvailableAt)},
+		{"started", outTime(j.StartedAt)},
+		{"heartbeat", outTime(j.HeartbeatAt)},
+		{"finished", outTime(j.FinishedAt)},
+		{"last error", outCell(j.LastError, 100)},
+	}
+	if j.UniqueKey != "" {
+		rows = append(rows, [2]string{"unique key", outSafe(j.UniqueKey, false)})
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeJSONBlock(w, "args", j.Args)
+	// Nil is absent and left out; a recorded JSON null still shows.
+	if j.Metadata != nil {
+		writeJSONBlock(w, "metadata", j.Metadata)
+	}
+	if j.Output != nil {
+		writeJSONBlock(w, "output", j.Output)
+	}
+	if len(j.Errors) == 0 {
+		fmt.Fprintln(w, "errors: none")
+		return nil
+	}
+	fmt.Fprintf(w, "errors (%d):\n", len(j.Errors))
+	for _, e := range j.Errors {
+		fmt.Fprintf(w, "  attempt %d at %s:\n", e.Attempt, outTime(e.At))
+		for _, line := range strings.Split(strings.TrimRight(e.Error, "\n"), "\n") {
+			fmt.Fprintf(w, "    %s\n", outSafe(strings.TrimRight(line, "\r"), true))
+		}
+	}
+	return nil
+}
+
+// writeJSONBlock writes "label:" and the JSON indented under it, made
+// safe for a terminal; text that is not JSON is shown as it is.
+func writeJSONBlock(w io.Writer, label string, raw []byte) {
+	fmt.Fprintf(w, "%s:\n", label)
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, raw, "  ", "  "); err != nil {
+		pretty.Reset()
+		pretty.Write(raw)
+	}
+	fmt.Fprintf(w, "  %s\n", outSafe(pretty.String(), true))
+}
+
+// runRowOut is a run in JSON, without its counts.
+type runRowOut struct {
+	ID          int64           `json:"id"`
+	Name        string          `json:"name"`
+	Status      string          `json:"status"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt   *time.Time      `json:"created_at"`
+	CancelledAt *time.Time      `json:"cancelled_at"`
+}
+
+func toRunRowOut(r *lockstep.Run) runRowOut {
+	var meta json.RawMessage
+	if len(r.Metadata) > 0 && json.Valid(r.Metadata) {
+		meta = r.Metadata
+	}
+	return runRowOut{
+		ID: r.ID, Name: r.Name, Status: string(r.Status), Metadata: meta,
+		CreatedAt: outTimePtr(r.CreatedAt), CancelledAt: outTimePtr(r.CancelledAt),
+	}
+}
+
+// runOut is a run with its job counts in JSON. Counts has every status;
+// when CountsCapped the run has more jobs than were counted, and every
+// count (Jobs included) is a lower bound. Complete means every job is
+// final (none PENDING or RUNNING).
+type runOut struct {
+	runRowOut
+	Jobs         int                        `json:"jobs"`
+	Counts       map[lockstep.JobStatus]int `json:"counts"`
+	CountsCapped bool                       `json:"counts_capped"`
+	Complete     bool                       `json:"complete"`
+}
+
+func toRunOut(s *lockstep.RunSummary) runOut {
+	out := runOut{runRowOut: toRunRowOut(s.Run), Counts: map[lockstep.JobStatus]int{}, CountsCapped: s.Counts.Capped}
+	for _, st := range allStatuses() {
+		n := s.Counts.Counts[st]
+		out.Counts[st] = n
+		out.Jobs += n
+	}
+	open := out.Counts[lockstep.StatusPending] + out.Counts[lockstep.StatusRunning]
+	out.Complete = out.Jobs > 0 && open == 0 && !out.CountsCapped
+	return out
+}
+
+// state is the run's status for people: CANCELLED, COMPLETE (every job
+// final) or ACTIVE.
+func (r runOut) state() string {
+	switch {
+	case r.Status == string(rowtype.RunCancelled):
+		return r.Status
+	case r.Complete:
+		return "COMPLETE"
+	default:
+		return r.Status
+	}
+}
+
+// progress is "final/total", every number a lower bound ("≥") when the
+// counts are capped.
+func (r runOut) progress() string {
+	final := r.Counts[lockstep.StatusDone] + r.Counts[lockstep.StatusFailed] + r.Counts[lockstep.StatusCancelled]
+	return outCount(int64(final), r.CountsCapped) + "/" + outCount(int64(r.Jobs), r.CountsCapped)
+}
+
+func writeRunsTable(w io.Writer, runs []runOut) error {
+	tw := clienv.Table(w)
+	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED\tCREATED")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s", r.ID, outCell(r.Name, 40), r.state(), r.progress())
+		for _, st := range allStatuses() {
+			fmt.Fprintf(tw, "\t%s", outCount(int64(r.Counts[st]), r.CountsCapped))
+		}
+		created := "-"
+		if r.CreatedAt != nil {
+			created = outTime(*r.CreatedAt)
+		}
+		fmt.Fprintf(tw, "\t%s\n", created)
+	}
+	return tw.Flush()
+}

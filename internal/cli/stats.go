@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
+)
+
+// queueStatsOut is one queue of `stats --json`. Counts has every status
+// and Finished DONE and FAILED (jobs that reached them within the window);
+// a capped count means "at least N". The oldest available PENDING job's age
+// is by the database's clock, null when none is available.
+// JobsPerSecond is (Finished DONE + FAILED) / the window.
+type queueStatsOut struct {
+	Queue                   string                          `json:"queue"`
+	Counts                  map[lockstep.JobStatus]countOut `json:"counts"`
+	Finished                map[lockstep.JobStatus]countOut `json:"finished"`
+	WindowSeconds           float64                         `json:"window_seconds"`
+	JobsPerSecond           float64                         `json:"jobs_per_second"`
+	JobsPerSecondCapped     bool                            `json:"jobs_per_second_capped"`
+	OldestAvailableAt       *time.Time                      `json:"oldest_available_at"`
+	OldestPendingAgeSeconds *float64                        `json:"oldest_pending_age_seconds"`
+	OldestPendingAgeCapped  bool                            `json:"oldest_pending_age_capped"`
+	Now                     *time.Time                      `json:"now"`
+}
+
+// statsOut is `stats --json`.
+type statsOut struct {
+	WindowSeconds float64         `json:"window_seconds"`
+	CountLimit    int             `json:"count_limit"`
+	Queues        []queueStatsOut `json:"queues"`
+}
+
+func toQueueStatsOut(st *lockstep.QueueStats, window time.Duration) queueStatsOut {
+	if st.Window > 0 {
+		window = st.Window
+	}
+	out := queueStatsOut{
+		Queue: st.Queue, Counts: map[lockstep.JobStatus]countOut{}, Finished: map[lockstep.JobStatus]countOut{},
+		WindowSeconds: window.Seconds(), Now: outTimePtr(st.Now), OldestAvailableAt: outTimePtr(st.OldestAvailableAt),
+	}
+	for _, s := range allStatuses() {
+		n := st.Counts[s]
+		out.Counts[s] = countOut{N: n.N, Capped: n.Capped}
+	}
+	var finished int64
+	for _, s := range []lockstep.JobStatus{lockstep.StatusDone, lockstep.StatusFailed} {
+		n := st.Finished[s]
+		out.Finished[s] = countOut{N: n.N, Capped: n.Capped}
+		finished += n.N
+		out.JobsPerSecondCapped = out.JobsPerSecondCapped || n.Capped
+	}
+	if window > 0 {
+		out.JobsPerSecond = float64(finished) / window.Seconds()
+	}
+	if !st.OldestAvailableAt.IsZero() && !st.Now.IsZero() {
+		age := max(st.Now.Sub(st.OldestAvailableAt), 0).Seconds()
+		out.OldestPendingAgeSeconds = &age
+		out.OldestPendingAgeCapped = st.OldestCapped
+	}
+	return out
+}
+
+func newStatsCmd(c *app) *cobra.Command {
+	var window time.Duration
+	var countLimit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Show each queue's jobs by status, its oldest waiting job and its throughput",
+		Long: `Show, for each queue that has jobs: how many are in each status, how long
+the oldest available PENDING job has waited, and how many jobs per second
+finished (DONE or FAILED) over the last --window.
+
+Each count reads at most --count-limit index entries, so stats stay cheap on
+a huge queue; a count that reaches the limit is shown as ≥N.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if window <= 0 {
+				return fmt.Errorf("--window must be positive, got %s", window)
+			}
+			if countLimit < 1 {
+				return fmt.Errorf("--count-limit must be at least 1, got %d", countLimit)
+			}
+			ctx := cmd.Context()
+			return c.withQueueClient(ctx, func(client *lockstep.Client) error {
+				stats, err := client.Stats(ctx, &lockstep.StatsParams{CountLimit: countLimit, Window: window})
+				if err != nil {
+					return err
+				}
+				out := statsOut{WindowSeconds: window.Seconds(), CountLimit: countLimit, Queues: make([]queueStatsOut, 0, len(stats))}
+				for _, st := range stats {
+					out.Queues = append(out.Queues, toQueueStatsOut(st, window))
+				}
+				if asJSON {
+					return clienv.JSON(c.Stdout, out)
+				}
+				if len(out.Queues) == 0 {
+					_, err := fmt.Fprintln(c.Stdout, "no queue has jobs")
+					return err
+				}
+				tw := clienv.Table(c.Stdout)
+				fmt.Fprintf(tw, "QUEUE\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED\tOLDEST_PENDING\tJOBS/S(%s)\n", window)
+				for _, q := range out.Queues {
+					fmt.Fprintf(tw, "%s", outCell(q.Queue, 40))
+					for _, s := range allStatuses() {
+						fmt.Fprintf(tw, "\t%s", outCount(q.Counts[s].N, q.Counts[s].Capped))
+					}
+					oldest := "-"
+					if q.OldestPendingAgeSeconds != nil {
+						oldest = outAge(time.Duration(*q.OldestPendingAgeSeconds * float64(time.Second)))
+						if q.OldestPendingAgeCapped {
+							// More jobs are available than were read: one of
+							// a later priority may have waited longer.
+							oldest = "≥" + oldest
+						}
+					}
+					rate := strconv.FormatFloat(q.JobsPerSecond, 'f', 2, 64)
+					if q.JobsPerSecondCapped {
+						rate = "≥" + rate
+					}
+					fmt.Fprintf(tw, "\t%s\t%s\n", oldest, rate)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&window, "window", time.Minute, "how far back to count finished jobs for JOBS/S")
+	cmd.Flags().IntVar(&countLimit, "count-limit", 100000, "count at most this many jobs of each status of each queue (more show ≥)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	return cmd
+}

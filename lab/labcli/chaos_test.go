@@ -1,0 +1,156 @@
+package labcli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/internal/clitest"
+	"github.com/lockstep-queue/lockstep/internal/dsn"
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lab/chaos"
+)
+
+// serverDialects are the server databases the process tests run on, each
+// call of dsn a fresh, empty database in lockstep's DSN form.
+func serverDialects() []struct {
+	name string
+	dsn  func(t *testing.T) string
+} {
+	return []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"mariadb", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
+		{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
+	}
+}
+
+// envInt reads a positive integer setting of the chaos test, or def.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "$%s", name)
+	require.Positive(t, n, "$%s", name)
+	return n
+}
+
+// TestChaosKill9 runs the built binary as four worker processes and kills
+// one with SIGKILL every 1–3 s while they work, cancelling three runs half
+// way, then checks the ledger, the status audit and the final rows (see
+// package lab/chaos). The CI size is 5,000 jobs; $LOCKSTEP_CHAOS_JOBS and
+// $LOCKSTEP_CHAOS_WORK_MS set the size of a long run (docs/reliability.md).
+func TestChaosKill9(t *testing.T) {
+	jobs := envInt(t, "LOCKSTEP_CHAOS_JOBS", 5000)
+	workMillis := envInt(t, "LOCKSTEP_CHAOS_WORK_MS", 100)
+	for _, d := range serverDialects() {
+		t.Run(d.name, func(t *testing.T) {
+			l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}
+			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
+			var progress strings.Builder
+			res, err := chaos.Run(context.Background(), chaos.Config{
+				Binary:     l.Bin,
+				DSN:        l.DSN,
+				Env:        []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
+				LogDir:     t.TempDir(),
+				Jobs:       jobs,
+				WorkMillis: workMillis,
+				Seed:       uint64(len(d.name)),
+				Progress:   &progress,
+			})
+			if res != nil {
+				t.Log(res.String())
+			}
+			require.NoError(t, err, "progress:\n%s", progress.String())
+			require.Empty(t, res.Problems, "%d problems", res.ProblemCount)
+			require.Equal(t, jobs, res.Done+res.Cancelled)
+			require.Positive(t, res.Kills, "the run must have killed processes to prove anything")
+			require.Positive(t, res.Reaps, "killed processes' jobs must have been reaped")
+			require.Equal(t, 3, res.RunsCancelled)
+		})
+	}
+}
+
+// TestKill9MidJob is the deterministic half of the chaos test: a process
+// is killed while it holds a job in its first attempt (synchronised on the
+// ledger row the job wrote, not on time), and a second process must run
+// the job again exactly once, after the reaper returns it. The same
+// records, checked as if the first process had not been killed, must be
+// reported as a broken promise: the checker is tested on real data too.
+func TestKill9MidJob(t *testing.T) {
+	for _, d := range serverDialects() {
+		t.Run(d.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}
+			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
+			drv, err := dsn.Open(ctx, l.DSN)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = drv.Close() })
+			require.NoError(t, chaos.InstallLedger(ctx, drv))
+			require.NoError(t, statusaudit.Install(ctx, drv))
+			client, err := lockstep.NewClient(drv, lockstep.Config{})
+			require.NoError(t, err)
+			idRes, err := client.Insert(ctx, chaos.LedgerArgs{FirstMillis: 10 * 60 * 1000}, nil)
+			require.NoError(t, err)
+			id := idRes.ID
+
+			work := func() (*exec.Cmd, *bytes.Buffer) {
+				cmd := l.Command(ctx, "work", "--kind", "ledger", "--heartbeat", "200ms", "--reap-after", "1s", "--poll", "100ms")
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				require.NoError(t, cmd.Start())
+				return cmd, &out
+			}
+			a, _ := work()
+			started := func() int {
+				var n int
+				require.NoError(t, drv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+chaos.LedgerTable).Scan(&n))
+				return n
+			}
+			clitest.WaitFor(t, "the first attempt to start", func() bool { return started() == 1 })
+			require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+			_ = a.Wait()
+			j, err := client.Job(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, lockstep.StatusRunning, j.Status, "a killed process's job stays RUNNING until reaped")
+
+			b, out := work()
+			clitest.WaitFor(t, "the job to be DONE", func() bool {
+				j, err = client.Job(ctx, id)
+				require.NoError(t, err)
+				return j.Status == lockstep.StatusDone
+			})
+			require.NoError(t, b.Process.Signal(syscall.SIGTERM))
+			require.NoError(t, b.Wait(), out.String())
+			require.Equal(t, 2, j.Attempts)
+			require.Contains(t, out.String(), "reaped a job whose worker stopped heartbeating")
+
+			res, err := chaos.Check(ctx, drv, chaos.Known{Jobs: map[int64]int64{id: 0}, Killed: map[int]bool{a.Process.Pid: true}})
+			require.NoError(t, err)
+			require.Empty(t, res.Problems)
+			require.Equal(t, 1, res.Done)
+			require.Equal(t, 2, res.Executions)
+			require.Equal(t, 1, res.Completions)
+			require.Equal(t, 1, res.Reaps)
+			require.Equal(t, 1, res.ReExecuted)
+
+			res, err = chaos.Check(ctx, drv, chaos.Known{Jobs: map[int64]int64{id: 0}, Killed: map[int]bool{}})
+			require.NoError(t, err)
+			require.False(t, res.OK())
+			require.Contains(t, strings.Join(res.Problems, "\n"), "never killed")
+		})
+	}
+}
