@@ -77,9 +77,6 @@ func NewClient(drv driver.Driver, cfg Config) (*Client, error) {
 	}, nil
 }
 
-// Driver returns the client's driver.
-func (c *Client) Driver() driver.Driver { return c.drv }
-
 // Dialect is the client's database: "mysql", "postgres" or "sqlite".
 func (c *Client) Dialect() string { return c.drv.Dialect() }
 

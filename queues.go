@@ -218,6 +218,16 @@ func (c *Client) Stats(ctx context.Context, p *StatsParams) ([]*QueueStats, erro
 	return out, nil
 }
 
+// Queues lists the queues that have jobs, by name, at most limit of them
+// (0 means 1,000): one bounded read of the queue index.
+func (c *Client) Queues(ctx context.Context, limit int) ([]string, error) {
+	names, err := c.exec.QueueList(ctx, &rowtype.QueueListParams{Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	return names, nil
+}
+
 // QueueStats reads one queue's numbers.
 func (c *Client) QueueStats(ctx context.Context, queue string, p *StatsParams) (*QueueStats, error) {
 	if p == nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
-	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // queueListLimit bounds how many queues with jobs `queues list` reads.
@@ -168,9 +167,9 @@ func (c *app) queuesList(ctx context.Context, asJSON bool) error {
 		// A queue with jobs but no settings runs as configured; a queue
 		// with settings but no jobs (paused ahead of its first job) is
 		// listed too.
-		withJobs, err := client.Driver().Executor().QueueList(ctx, &rowtype.QueueListParams{Limit: queueListLimit})
+		withJobs, err := client.Queues(ctx, queueListLimit)
 		if err != nil {
-			return fmt.Errorf("list queues: %w", err)
+			return err
 		}
 		out := queuesListOut{Queues: make([]queueOut, 0, len(settings)+len(withJobs)), Capped: len(withJobs) >= queueListLimit}
 		seen := map[string]bool{}
