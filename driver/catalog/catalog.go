@@ -35,8 +35,8 @@ const (
 
 // Statement is one SQL statement with its declared access path.
 type Statement struct {
-	// Name identifies the statement across dialects ("job.claim").
-	Name string
+	// Name identifies the statement across dialects (JobClaim).
+	Name Name
 	// SQL is the statement text. Statements with IDList set contain the
 	// marker {ids} where the dialect expands one placeholder per id, unless
 	// the dialect passes the list as one array parameter.
@@ -74,14 +74,14 @@ type Catalog struct {
 	// (PostgreSQL = ANY($n)) instead of expanded placeholders.
 	arrayParams bool
 	indexNames  map[Index]string
-	stmts       map[string]Statement
-	order       []string
+	stmts       map[Name]Statement
+	order       []Name
 }
 
 // New builds a catalogue and checks that every statement is well formed, so
 // a malformed declaration fails at start-up, not at the first claim.
 func New(dialect string, arrayParams bool, indexNames map[Index]string, stmts ...Statement) (*Catalog, error) {
-	c := &Catalog{dialect: dialect, arrayParams: arrayParams, indexNames: map[Index]string{}, stmts: map[string]Statement{}}
+	c := &Catalog{dialect: dialect, arrayParams: arrayParams, indexNames: map[Index]string{}, stmts: map[Name]Statement{}}
 	for k, v := range indexNames {
 		c.indexNames[k] = v
 	}
@@ -131,14 +131,15 @@ func (c *Catalog) ArrayParams() bool { return c.arrayParams }
 // IndexName is the dialect's own name of an index.
 func (c *Catalog) IndexName(ix Index) string { return c.indexNames[ix] }
 
-// Lookup returns a statement by name.
+// Lookup returns a statement by a name that arrives as text: a command
+// line flag, a statement trace.
 func (c *Catalog) Lookup(name string) (Statement, bool) {
-	s, ok := c.stmts[name]
+	s, ok := c.stmts[Name(name)]
 	return s, ok
 }
 
 // Get returns a statement that the caller knows the dialect declares.
-func (c *Catalog) Get(name string) Statement {
+func (c *Catalog) Get(name Name) Statement {
 	s, ok := c.stmts[name]
 	if !ok {
 		panic(fmt.Sprintf("catalog %s: no statement %q", c.dialect, name))
@@ -157,7 +158,10 @@ func (c *Catalog) All() []Statement {
 
 // Names returns the statement names, sorted.
 func (c *Catalog) Names() []string {
-	out := append([]string(nil), c.order...)
+	out := make([]string, 0, len(c.order))
+	for _, n := range c.order {
+		out = append(out, string(n))
+	}
 	sort.Strings(out)
 	return out
 }

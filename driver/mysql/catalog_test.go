@@ -33,11 +33,11 @@ func TestByIDWritesForcePrimary(t *testing.T) {
 
 func TestBindIDs(t *testing.T) {
 	c := newCatalog("mariadb", true)
-	sqlText, args := c.BindIDs(c.Get("job.cancel_many"), []int64{3, 5, 9})
+	sqlText, args := c.BindIDs(c.Get(catalog.JobCancelMany), []int64{3, 5, 9})
 	require.Contains(t, sqlText, "id IN (?,?,?)")
 	require.Equal(t, []any{int64(3), int64(5), int64(9)}, args)
-	sqlText, args = c.BindIDs(c.Get("job.claim_update"), []int64{7}, "a", "b")
+	sqlText, args = c.BindIDs(c.Get(catalog.JobClaimUpdate), []int64{7}, "a", "b")
 	require.Contains(t, sqlText, "id IN (?)")
 	require.Equal(t, []any{"a", "b", int64(7)}, args)
-	require.Equal(t, 2, strings.Count(c.BindRows(c.Get("job.insert"), 2), "(?, ?, ?, ?, 'PENDING'"))
+	require.Equal(t, 2, strings.Count(c.BindRows(c.Get(catalog.JobInsert), 2), "(?, ?, ?, ?, 'PENDING'"))
 }

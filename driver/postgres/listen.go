@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 )
 
@@ -70,7 +71,7 @@ func (d *Driver) Listen(ctx context.Context) (driver.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: listen: connect: %w", err)
 	}
-	if _, err := conn.Exec(ctx, d.dialect.Catalog.Get("job.listen").SQL); err != nil {
+	if _, err := conn.Exec(ctx, d.dialect.Catalog.Get(catalog.JobListen).SQL); err != nil {
 		_ = conn.Close(context.Background())
 		return nil, fmt.Errorf("postgres: listen: %w", err)
 	}

@@ -97,15 +97,15 @@ func (e *Executor) inTx(ctx context.Context, fn func(q Querier) error) error {
 
 // query and exec run one catalogue statement, telling the context's
 // statement trace first.
-func (e *Executor) query(ctx context.Context, q Querier, name, sqlText string, args ...any) (Rows, error) {
-	if err := driver.TraceBefore(ctx, name); err != nil {
+func (e *Executor) query(ctx context.Context, q Querier, name catalog.Name, sqlText string, args ...any) (Rows, error) {
+	if err := driver.TraceBefore(ctx, string(name)); err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	return q.Query(ctx, sqlText, args...)
 }
 
-func (e *Executor) exec(ctx context.Context, q Querier, name, sqlText string, args ...any) (Result, error) {
-	if err := driver.TraceBefore(ctx, name); err != nil {
+func (e *Executor) exec(ctx context.Context, q Querier, name catalog.Name, sqlText string, args ...any) (Result, error) {
+	if err := driver.TraceBefore(ctx, string(name)); err != nil {
 		return Result{}, fmt.Errorf("trace: %w", err)
 	}
 	return q.Exec(ctx, sqlText, args...)
@@ -126,9 +126,9 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 // execIDs runs an IDList statement over ascending ids in chunks, locking
 // the chunk first where the dialect needs it (job.lock_ids: PostgreSQL
 // locks rows in plan order, so the ids are locked ORDER BY id first).
-func (e *Executor) execIDs(ctx context.Context, q Querier, name string, ids []int64, args ...any) (int64, error) {
+func (e *Executor) execIDs(ctx context.Context, q Querier, name catalog.Name, ids []int64, args ...any) (int64, error) {
 	st := e.cat().Get(name)
-	lock, needLock := e.cat().Lookup("job.lock_ids")
+	lock, needLock := e.cat().Lookup(string(catalog.JobLockIDs))
 	chunk := e.chunkSize()
 	var total int64
 	for start := 0; start < len(ids); start += chunk {
@@ -210,7 +210,7 @@ func (e *Executor) insertJobs(ctx context.Context, q Querier, jobs []driver.JobI
 }
 
 func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.JobInsertParams) ([]int64, error) {
-	st := e.cat().Get("job.insert")
+	st := e.cat().Get(catalog.JobInsert)
 	var sqlText string
 	var args []any
 	if e.d.ColumnarInsert != nil {
@@ -268,7 +268,7 @@ func jsonArg(b []byte) any {
 	return string(b)
 }
 
-func (e *Executor) queryIDs(ctx context.Context, q Querier, name, sqlText string, args ...any) ([]int64, error) {
+func (e *Executor) queryIDs(ctx context.Context, q Querier, name catalog.Name, sqlText string, args ...any) ([]int64, error) {
 	rows, err := e.query(ctx, q, name, sqlText, args...)
 	if err != nil {
 		return nil, err
@@ -315,7 +315,7 @@ func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jo
 // lockRunShared locks a run row in share mode — the run before its jobs —
 // and refuses a missing or cancelled run.
 func (e *Executor) lockRunShared(ctx context.Context, q Querier, runID int64) error {
-	rows, err := e.query(ctx, q, "run.lock_shared", e.cat().Get("run.lock_shared").SQL, runID)
+	rows, err := e.query(ctx, q, catalog.RunLockShared, e.cat().Get(catalog.RunLockShared).SQL, runID)
 	if err != nil {
 		return err
 	}
@@ -341,7 +341,7 @@ func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*r
 	if p.Max <= 0 {
 		return nil, nil
 	}
-	if st, ok := e.cat().Lookup("job.claim"); ok {
+	if st, ok := e.cat().Lookup(string(catalog.JobClaim)); ok {
 		// One statement locks (SKIP LOCKED), updates and returns the rows.
 		rows, err := e.query(ctx, e.q, st.Name, st.SQL, p.Queue, p.Max)
 		if err != nil {
@@ -359,7 +359,7 @@ func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*r
 	// with SKIP LOCKED, then move them to RUNNING by primary key.
 	var jobs []*rowtype.JobRow
 	err := e.inTx(ctx, func(q Querier) error {
-		rows, err := e.query(ctx, q, "job.claim_select", e.cat().Get("job.claim_select").SQL, p.Queue, p.Max)
+		rows, err := e.query(ctx, q, catalog.JobClaimSelect, e.cat().Get(catalog.JobClaimSelect).SQL, p.Queue, p.Max)
 		if err != nil {
 			return err
 		}
@@ -385,7 +385,7 @@ func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*r
 			j.Status, j.Attempts, j.StartedAt, j.HeartbeatAt = rowtype.StatusRunning, j.Attempts+1, now, now
 		}
 		ids = sortedUnique(ids)
-		n, err := e.execIDs(ctx, q, "job.claim_update", ids, e.timeArg(now), e.timeArg(now))
+		n, err := e.execIDs(ctx, q, catalog.JobClaimUpdate, ids, e.timeArg(now), e.timeArg(now))
 		if err != nil {
 			return err
 		}
@@ -420,17 +420,17 @@ func historyEntry(attempt int, msg string) string {
 
 // JobFinish writes a worker's result by primary key, fenced on the attempt.
 func (e *Executor) JobFinish(ctx context.Context, p *driver.JobFinishParams) (bool, error) {
-	var name string
+	var name catalog.Name
 	var args []any
 	switch {
 	case p.Status == rowtype.StatusDone:
-		name, args = "job.finish_done", []any{jsonArg(p.Output), p.ID, p.Attempt}
+		name, args = catalog.JobFinishDone, []any{jsonArg(p.Output), p.ID, p.Attempt}
 	case p.Status == rowtype.StatusFailed:
-		name, args = "job.finish_failed", []any{p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
+		name, args = catalog.JobFinishFailed, []any{p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
 	case p.Status == rowtype.StatusPending && p.Snooze:
-		name, args = "job.finish_snooze", []any{micros(p.RetryAfter), p.ID, p.Attempt}
+		name, args = catalog.JobFinishSnooze, []any{micros(p.RetryAfter), p.ID, p.Attempt}
 	case p.Status == rowtype.StatusPending:
-		name, args = "job.finish_retry", []any{micros(p.RetryAfter), p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
+		name, args = catalog.JobFinishRetry, []any{micros(p.RetryAfter), p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
 	default:
 		return false, fmt.Errorf("finish job %d: status %q is not a result", p.ID, p.Status)
 	}
@@ -456,11 +456,11 @@ func (e *Executor) JobHeartbeat(ctx context.Context, jobs []driver.JobRef) ([]dr
 	ids = sortedUnique(ids)
 	owned := map[int64]bool{}
 	err := e.inTx(ctx, func(q Querier) error {
-		if _, err := e.execIDs(ctx, q, "job.heartbeat", ids); err != nil {
+		if _, err := e.execIDs(ctx, q, catalog.JobHeartbeat, ids); err != nil {
 			return err
 		}
-		sqlText, args := e.cat().BindIDs(e.cat().Get("job.state_many"), ids)
-		rows, err := e.query(ctx, q, "job.state_many", sqlText, args...)
+		sqlText, args := e.cat().BindIDs(e.cat().Get(catalog.JobStateMany), ids)
+		rows, err := e.query(ctx, q, catalog.JobStateMany, sqlText, args...)
 		if err != nil {
 			return err
 		}
@@ -497,7 +497,7 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := e.query(ctx, e.q, "job.reap_select", e.cat().Get("job.reap_select").SQL, micros(p.StaleAfter), limit)
+	rows, err := e.query(ctx, e.q, catalog.JobReapSelect, e.cat().Get(catalog.JobReapSelect).SQL, micros(p.StaleAfter), limit)
 	if err != nil {
 		return nil, e.wrap("reap: select", err)
 	}
@@ -518,7 +518,7 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 		return nil, e.wrap("reap: select", err)
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return cmpInt64(a.id, b.id) })
-	st := e.cat().Get("job.reap")
+	st := e.cat().Get(catalog.JobReap)
 	var out []rowtype.ReapResult
 	for _, c := range cands {
 		msg := fmt.Sprintf("heartbeat lost: no heartbeat for over %s (worker presumed dead)", p.StaleAfter)
@@ -552,7 +552,7 @@ func (e *Executor) JobPrune(ctx context.Context, p *driver.JobPruneParams) ([]in
 	if limit <= 0 {
 		limit = 1000
 	}
-	cands, err := e.queryIDs(ctx, e.q, "job.prune_select", e.cat().Get("job.prune_select").SQL, p.Queue, string(p.Status), micros(p.OlderThan), limit)
+	cands, err := e.queryIDs(ctx, e.q, catalog.JobPruneSelect, e.cat().Get(catalog.JobPruneSelect).SQL, p.Queue, string(p.Status), micros(p.OlderThan), limit)
 	if err != nil {
 		return nil, e.wrap("prune: select", err)
 	}
@@ -560,7 +560,7 @@ func (e *Executor) JobPrune(ctx context.Context, p *driver.JobPruneParams) ([]in
 		return nil, nil
 	}
 	cands = sortedUnique(cands)
-	lock, del := e.cat().Get("job.prune_lock"), e.cat().Get("job.delete_many")
+	lock, del := e.cat().Get(catalog.JobPruneLock), e.cat().Get(catalog.JobDeleteMany)
 	var deleted []int64
 	err = e.inTx(ctx, func(q Querier) error {
 		deleted = deleted[:0]
@@ -591,7 +591,7 @@ func (e *Executor) JobPrune(ctx context.Context, p *driver.JobPruneParams) ([]in
 
 // JobCancel cancels one job by primary key.
 func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
-	res, err := e.exec(ctx, e.q, "job.cancel", e.cat().Get("job.cancel").SQL, id)
+	res, err := e.exec(ctx, e.q, catalog.JobCancel, e.cat().Get(catalog.JobCancel).SQL, id)
 	if err != nil {
 		return false, e.wrap(fmt.Sprintf("cancel job %d", id), err)
 	}
@@ -616,9 +616,9 @@ func (e *Executor) JobList(ctx context.Context, p *rowtype.JobListParams) ([]*ro
 	var rows Rows
 	var err error
 	if p.RunID != 0 {
-		rows, err = e.query(ctx, e.q, "job.list_by_run", e.cat().Get("job.list_by_run").SQL, p.RunID, p.AfterID, string(p.Status), string(p.Status), limit)
+		rows, err = e.query(ctx, e.q, catalog.JobListByRun, e.cat().Get(catalog.JobListByRun).SQL, p.RunID, p.AfterID, string(p.Status), string(p.Status), limit)
 	} else {
-		rows, err = e.query(ctx, e.q, "job.list", e.cat().Get("job.list").SQL, p.AfterID, string(p.Status), string(p.Status), limit)
+		rows, err = e.query(ctx, e.q, catalog.JobList, e.cat().Get(catalog.JobList).SQL, p.AfterID, string(p.Status), string(p.Status), limit)
 	}
 	if err != nil {
 		return nil, e.wrap("list jobs", err)
@@ -658,7 +658,7 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []driver.JobRef) ([
 	for _, j := range jobs {
 		want[j.ID] = j.Attempt
 	}
-	st := e.cat().Get("job.finish_done_many")
+	st := e.cat().Get(catalog.JobFinishDoneMany)
 	chunk := e.chunkSize()
 	groups := groupByAttempt(want)
 	attempts := make([]int, 0, len(groups))
@@ -695,7 +695,7 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []driver.JobRef) ([
 // rows it changed: all or nothing, then row by row under lock.
 func (e *Executor) completeChecked(ctx context.Context, ids []int64, attempt int) ([]int64, error) {
 	err := e.inTx(ctx, func(q Querier) error {
-		n, err := e.execIDs(ctx, q, "job.finish_done_many", ids, attempt)
+		n, err := e.execIDs(ctx, q, catalog.JobFinishDoneMany, ids, attempt)
 		if err != nil {
 			return err
 		}
@@ -732,7 +732,7 @@ func (e *Executor) completeChecked(ctx context.Context, ids []int64, attempt int
 		if len(owned) == 0 {
 			return nil
 		}
-		_, err = e.execIDs(ctx, q, "job.finish_done_many", owned, attempt)
+		_, err = e.execIDs(ctx, q, catalog.JobFinishDoneMany, owned, attempt)
 		return err
 	})
 	return owned, err
@@ -744,8 +744,8 @@ var errPartialComplete = errors.New("some fences did not match")
 
 // owned reads which of ids are still RUNNING at the wanted attempt.
 func (e *Executor) owned(ctx context.Context, q Querier, ids []int64, want map[int64]int) (map[int64]int, error) {
-	sqlText, args := e.cat().BindIDs(e.cat().Get("job.state_many"), ids)
-	rows, err := e.query(ctx, q, "job.state_many", sqlText, args...)
+	sqlText, args := e.cat().BindIDs(e.cat().Get(catalog.JobStateMany), ids)
+	rows, err := e.query(ctx, q, catalog.JobStateMany, sqlText, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -776,9 +776,9 @@ func groupByAttempt(attempts map[int64]int) map[int][]int64 {
 // the dialect's locking read (job.lock_ids on PostgreSQL, job.lock_many on
 // MySQL); SQLite has one writer and needs none.
 func (e *Executor) lockMany(ctx context.Context, q Querier, ids []int64) error {
-	st, ok := e.cat().Lookup("job.lock_ids")
+	st, ok := e.cat().Lookup(string(catalog.JobLockIDs))
 	if !ok {
-		if st, ok = e.cat().Lookup("job.lock_many"); !ok {
+		if st, ok = e.cat().Lookup(string(catalog.JobLockMany)); !ok {
 			return nil
 		}
 	}

@@ -1,0 +1,83 @@
+package catalog
+
+// Name identifies a statement across dialects. The strings are part of the
+// project's vocabulary: the statement trace reports them, the lock-order
+// page and the plan guard list them, tests pause an operation on them. So
+// they are written here once, and code names a statement by its constant.
+type Name string
+
+// The statements of the queue, in the order an enqueued job meets them.
+const (
+	// Enqueue.
+	JobInsert        Name = "job.insert"
+	JobInsertUnique  Name = "job.insert_unique"
+	JobIDByUniqueKey Name = "job.id_by_unique_key"
+	JobNotify        Name = "job.notify"
+	JobListen        Name = "job.listen"
+	RunLockShared    Name = "run.lock_shared"
+
+	// Claim: one statement, or a locking read and an update by primary key.
+	JobClaim       Name = "job.claim"
+	JobClaimSelect Name = "job.claim_select"
+	JobClaimUpdate Name = "job.claim_update"
+
+	// Locking reads by primary key in ascending id order.
+	JobLockIDs  Name = "job.lock_ids"
+	JobLockMany Name = "job.lock_many"
+
+	// A worker's result, and its heartbeat.
+	JobFinishDone     Name = "job.finish_done"
+	JobFinishDoneMany Name = "job.finish_done_many"
+	JobFinishFailed   Name = "job.finish_failed"
+	JobFinishRetry    Name = "job.finish_retry"
+	JobFinishSnooze   Name = "job.finish_snooze"
+	JobHeartbeat      Name = "job.heartbeat"
+	JobStateMany      Name = "job.state_many"
+
+	// Maintenance: the reaper and retention.
+	JobReapSelect  Name = "job.reap_select"
+	JobReap        Name = "job.reap"
+	JobPruneSelect Name = "job.prune_select"
+	JobPruneLock   Name = "job.prune_lock"
+	JobDeleteMany  Name = "job.delete_many"
+
+	// Cancelling a job, or a run and its live jobs.
+	JobCancel       Name = "job.cancel"
+	JobCancelMany   Name = "job.cancel_many"
+	JobIDsLiveByRun Name = "job.ids_live_by_run"
+	RunCancel       Name = "run.cancel"
+
+	// Runs.
+	RunInsert        Name = "run.insert"
+	RunGet           Name = "run.get"
+	RunCounts        Name = "run.counts"
+	RunCountsBounded Name = "run.counts_bounded"
+	RunList          Name = "run.list"
+
+	// Reads of jobs, and the retry of a FAILED one.
+	JobGet            Name = "job.get"
+	JobList           Name = "job.list"
+	JobListByRun      Name = "job.list_by_run"
+	JobRetry          Name = "job.retry"
+	JobPageFloor      Name = "job.page_floor"
+	JobPage           Name = "job.page"
+	JobPageFloorByRun Name = "job.page_floor_by_run"
+	JobPageByRun      Name = "job.page_by_run"
+
+	// Queues: the counts of the stats, and the settings rows.
+	QueueList          Name = "queue.list"
+	QueueCount         Name = "queue.count"
+	QueueFinished      Name = "queue.finished"
+	QueueOldest        Name = "queue.oldest"
+	QueueSettingsList  Name = "queue.settings_list"
+	QueuePause         Name = "queue.pause"
+	QueueResume        Name = "queue.resume"
+	QueueSetMaxWorkers Name = "queue.set_max_workers"
+
+	// Schema bookkeeping (migrate) and the server's version.
+	MigrationCreateTable Name = "migration.create_table"
+	MigrationList        Name = "migration.list"
+	MigrationInsert      Name = "migration.insert"
+	MigrationDelete      Name = "migration.delete"
+	ServerVersion        Name = "server.version"
+)
