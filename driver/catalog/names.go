@@ -1,5 +1,11 @@
 package catalog
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
 // Name identifies a statement across dialects. The strings are part of the
 // project's vocabulary: the statement trace reports them, the lock-order
 // page and the plan guard list them, tests pause an operation on them. So
@@ -81,3 +87,52 @@ const (
 	MigrationDelete      Name = "migration.delete"
 	ServerVersion        Name = "server.version"
 )
+
+// required are the statements every dialect declares: the shared executor,
+// migrate and the driver issue them whatever the database, so a catalogue
+// without one is refused when it is built rather than found out by the
+// first call that needs it.
+var required = []Name{
+	JobInsert, JobInsertUnique, JobIDByUniqueKey, RunLockShared,
+	JobFinishDone, JobFinishDoneMany, JobFinishFailed, JobFinishRetry, JobFinishSnooze, JobHeartbeat, JobStateMany,
+	JobReapSelect, JobReap, JobPruneSelect, JobPruneLock, JobDeleteMany,
+	JobCancel, JobCancelMany, JobIDsLiveByRun, RunCancel,
+	RunInsert, RunGet, RunCounts, RunCountsBounded, RunList,
+	JobGet, JobList, JobListByRun, JobRetry, JobPageFloor, JobPage, JobPageFloorByRun, JobPageByRun,
+	QueueList, QueueCount, QueueFinished, QueueOldest, QueueSettingsList, QueuePause, QueueResume, QueueSetMaxWorkers,
+	MigrationCreateTable, MigrationList, MigrationInsert, MigrationDelete, ServerVersion,
+}
+
+// optional are the statements only some dialects declare: each is how one
+// dialect does what another does differently.
+var optional = []Name{JobClaim, JobClaimSelect, JobClaimUpdate, JobLockIDs, JobLockMany, JobNotify, JobListen}
+
+// checkNames refuses a set of statements that lacks a required one or
+// names one the queue does not know: a misspelt name would otherwise sit
+// unused in the catalogue (and the lock-order page) while the statement it
+// meant to be is missing.
+func checkNames(dialect string, declared map[Name]Statement) error {
+	var missing, unknown []string
+	for _, n := range required {
+		if _, ok := declared[n]; !ok {
+			missing = append(missing, string(n))
+		}
+	}
+	for n := range declared {
+		if !slices.Contains(required, n) && !slices.Contains(optional, n) {
+			unknown = append(unknown, string(n))
+		}
+	}
+	var problems []string
+	if len(missing) > 0 {
+		problems = append(problems, "missing required statements: "+strings.Join(missing, ", "))
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		problems = append(problems, "unknown statements: "+strings.Join(unknown, ", "))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("catalog %s: %s", dialect, strings.Join(problems, "; "))
+	}
+	return nil
+}

@@ -15,7 +15,7 @@ const pkOnlyDelete = "DELETE FROM lockstep_jobs WHERE id IN ({ids})"
 
 // newCatalog declares every statement the queue issues on MySQL/MariaDB.
 // returning is false on MySQL 8, which has no INSERT ... RETURNING.
-func newCatalog(flavor string, returning bool) *catalog.Catalog {
+func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
 		catalog.RunsPrimary:     "PRIMARY",
 		catalog.JobsPrimary:     "PRIMARY",
@@ -38,7 +38,7 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 	// pageFilter is the optional status, queue and kind of a job page; an
 	// empty parameter matches every row.
 	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
-	return catalog.MustNew(flavor, false, indexNames,
+	return catalog.New(flavor, false, indexNames,
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs, Rows: true,
 			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, error_history, created_at) VALUES {rows}" + ret,
@@ -277,7 +277,7 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 // offline audits of the lock order.
 func Catalog(mariadb bool) *catalog.Catalog {
 	if mariadb {
-		return newCatalog("mariadb", true)
+		return catalog.Must(newCatalog("mariadb", true))
 	}
-	return newCatalog("mysql", false)
+	return catalog.Must(newCatalog("mysql", false))
 }

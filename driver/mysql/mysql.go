@@ -119,10 +119,14 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	if mariadb {
 		flavor = "mariadb"
 	}
+	// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 does not.
+	cat, err := newCatalog(flavor, mariadb)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
 	d := &Driver{db: db, version: version, mariadb: mariadb}
 	d.dialect = &sqlexec.Dialect{
-		// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 does not.
-		Catalog:         newCatalog(flavor, mariadb),
+		Catalog:         cat,
 		InsertReturning: mariadb,
 		BeginTx:         d.beginTx,
 		Classify:        classify,

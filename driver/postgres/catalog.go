@@ -11,7 +11,7 @@ import (
 // are locked in the order a plan visits them (a bitmap scan visits them in
 // physical order), so every multi-row UPDATE is preceded by job.lock_ids,
 // which locks the ids ORDER BY id.
-func newCatalog() *catalog.Catalog {
+func newCatalog() (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
 		catalog.RunsPrimary:     "lockstep_runs_pkey",
 		catalog.JobsPrimary:     "lockstep_jobs_pkey",
@@ -26,7 +26,7 @@ func newCatalog() *catalog.Catalog {
 	const queues = "lockstep_queues"
 	const micro = "::bigint * interval '1 microsecond'"
 	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
-	return catalog.MustNew("postgres", true, indexNames,
+	return catalog.New("postgres", true, indexNames,
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs,
 			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata)" +
@@ -279,4 +279,4 @@ func newCatalog() *catalog.Catalog {
 
 // Catalog returns the statement catalogue the driver uses, without a
 // connection: for documentation and offline audits of the lock order.
-func Catalog() *catalog.Catalog { return newCatalog() }
+func Catalog() *catalog.Catalog { return catalog.Must(newCatalog()) }

@@ -93,9 +93,13 @@ func NewDB(ctx context.Context, db *sql.DB) (*Driver, error) {
 	if err := CheckVersion(version); err != nil {
 		return nil, err
 	}
+	cat, err := newCatalog()
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
 	d := &Driver{db: db, version: version}
 	d.dialect = &sqlexec.Dialect{
-		Catalog:         newCatalog(),
+		Catalog:         cat,
 		InsertReturning: true,
 		ColumnarInsert:  columnarInsert,
 		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },

@@ -13,7 +13,7 @@ const plus = "strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', ? / 1
 // newCatalog declares every statement the queue issues on SQLite. SQLite has
 // one writer at a time (BEGIN IMMEDIATE), so there is no lock order to get
 // wrong; the statements still find rows the same way as on the servers.
-func newCatalog() *catalog.Catalog {
+func newCatalog() (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
 		catalog.RunsPrimary:     "PRIMARY",
 		catalog.JobsPrimary:     "PRIMARY",
@@ -32,7 +32,7 @@ func newCatalog() *catalog.Catalog {
 	// empty parameter matches every row.
 	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
 	const history = "error_history = json_insert(error_history, '$[#]', json(json_extract(?, '$[0]')))"
-	return catalog.MustNew("sqlite", false, indexNames,
+	return catalog.New("sqlite", false, indexNames,
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs, Rows: true,
 			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata) VALUES {rows} RETURNING id",
@@ -250,4 +250,4 @@ func newCatalog() *catalog.Catalog {
 
 // Catalog returns the statement catalogue the driver uses, without a
 // connection: for documentation and offline audits.
-func Catalog() *catalog.Catalog { return newCatalog() }
+func Catalog() *catalog.Catalog { return catalog.Must(newCatalog()) }

@@ -79,9 +79,13 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	if err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	cat, err := newCatalog()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
 	d := &Driver{db: db, version: version}
 	d.dialect = &sqlexec.Dialect{
-		Catalog:         newCatalog(),
+		Catalog:         cat,
 		InsertReturning: true,
 		TimeArg:         func(t time.Time) any { return t.UTC().Format(sqlexec.TimeLayout) },
 		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
