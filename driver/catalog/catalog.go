@@ -6,6 +6,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 )
@@ -67,25 +68,39 @@ type Statement struct {
 	RowSQL string
 }
 
-// Catalog is the complete, immutable set of statements of one dialect.
-type Catalog struct {
-	dialect string
-	// arrayParams is true when id lists are bound as one array parameter
+// Spec is what a dialect declares about itself besides its statements.
+type Spec struct {
+	// Dialect names the catalogue: "mariadb", "mysql", "postgres", "sqlite".
+	Dialect string
+	// ArrayParams is true when id lists are bound as one array parameter
 	// (PostgreSQL = ANY($n)) instead of expanded placeholders.
-	arrayParams bool
-	indexNames  map[Index]string
-	stmts       map[Name]Statement
-	order       []Name
+	ArrayParams bool
+	// IndexNames maps each index to the dialect's own name of it.
+	IndexNames map[Index]string
+	// Capabilities are the dialect's ways of keeping the lock order where
+	// databases differ; they decide which optional statements it declares.
+	Capabilities Capabilities
 }
 
-// New builds a catalogue and checks that every statement is well formed and
-// that every required statement is declared, so a malformed or incomplete
-// declaration fails at start-up, not at the first claim.
-func New(dialect string, arrayParams bool, indexNames map[Index]string, stmts ...Statement) (*Catalog, error) {
-	c := &Catalog{dialect: dialect, arrayParams: arrayParams, indexNames: map[Index]string{}, stmts: map[Name]Statement{}}
+// Catalog is the complete, immutable set of statements of one dialect.
+type Catalog struct {
+	spec  Spec
+	stmts map[Name]Statement
+	order []Name
+}
+
+// New builds a catalogue and checks that every statement is well formed,
+// that every required statement is declared, and that the capabilities
+// agree with the statements, so a malformed or incomplete declaration fails
+// at start-up, not at the first claim.
+func New(spec Spec, stmts ...Statement) (*Catalog, error) {
+	indexNames := spec.IndexNames
+	spec.IndexNames = map[Index]string{}
 	for k, v := range indexNames {
-		c.indexNames[k] = v
+		spec.IndexNames[k] = v
 	}
+	dialect, arrayParams := spec.Dialect, spec.ArrayParams
+	c := &Catalog{spec: spec, stmts: map[Name]Statement{}}
 	for _, s := range stmts {
 		if s.Name == "" || s.SQL == "" {
 			return nil, fmt.Errorf("catalog %s: statement without name or SQL", dialect)
@@ -103,14 +118,14 @@ func New(dialect string, arrayParams bool, indexNames map[Index]string, stmts ..
 			if ix == None {
 				continue
 			}
-			if _, ok := c.indexNames[ix]; !ok {
+			if _, ok := spec.IndexNames[ix]; !ok {
 				return nil, fmt.Errorf("catalog %s: %s: index %q has no name in this dialect", dialect, s.Name, ix)
 			}
 		}
 		c.stmts[s.Name] = s
 		c.order = append(c.order, s.Name)
 	}
-	if err := checkNames(dialect, c.stmts); err != nil {
+	if err := checkNames(dialect, spec.Capabilities, c.stmts); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -128,13 +143,24 @@ func Must(c *Catalog, err error) *Catalog {
 }
 
 // Dialect is the dialect the catalogue is written for.
-func (c *Catalog) Dialect() string { return c.dialect }
+func (c *Catalog) Dialect() string { return c.spec.Dialect }
 
 // ArrayParams reports whether id lists bind as a single array parameter.
-func (c *Catalog) ArrayParams() bool { return c.arrayParams }
+func (c *Catalog) ArrayParams() bool { return c.spec.ArrayParams }
+
+// Capabilities are the dialect's declared ways of keeping the lock order.
+func (c *Catalog) Capabilities() Capabilities { return c.spec.Capabilities }
+
+// Spec returns what the dialect declared besides its statements, so that a
+// catalogue of the same dialect can be built from other statements.
+func (c *Catalog) Spec() Spec {
+	spec := c.spec
+	spec.IndexNames = maps.Clone(c.spec.IndexNames)
+	return spec
+}
 
 // IndexName is the dialect's own name of an index.
-func (c *Catalog) IndexName(ix Index) string { return c.indexNames[ix] }
+func (c *Catalog) IndexName(ix Index) string { return c.spec.IndexNames[ix] }
 
 // Lookup returns a statement by a name that arrives as text: a command
 // line flag, a statement trace.
@@ -143,11 +169,14 @@ func (c *Catalog) Lookup(name string) (Statement, bool) {
 	return s, ok
 }
 
-// Get returns a statement that the caller knows the dialect declares.
+// Get returns a statement that the caller knows the dialect declares: a
+// required one, or one that a capability the dialect declares brings. New
+// refuses a catalogue without those, so only a programming error can
+// panic here.
 func (c *Catalog) Get(name Name) Statement {
 	s, ok := c.stmts[name]
 	if !ok {
-		panic(fmt.Sprintf("catalog %s: no statement %q", c.dialect, name))
+		panic(fmt.Sprintf("catalog %s: no statement %q", c.spec.Dialect, name))
 	}
 	return s
 }
@@ -174,7 +203,7 @@ func (c *Catalog) Names() []string {
 // BindIDs renders an IDList statement for the given ids, which must already
 // be sorted ascending, and appends them to args in the dialect's way.
 func (c *Catalog) BindIDs(s Statement, ids []int64, args ...any) (string, []any) {
-	if c.arrayParams {
+	if c.spec.ArrayParams {
 		return s.SQL, append(args, ids)
 	}
 	sqlText := strings.Replace(s.SQL, "{ids}", placeholders(len(ids), "?"), 1)
@@ -222,10 +251,10 @@ func (c *Catalog) With(stmts ...Statement) (*Catalog, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("catalog %s: no statement %q to replace", c.dialect, s.Name)
+			return nil, fmt.Errorf("catalog %s: no statement %q to replace", c.spec.Dialect, s.Name)
 		}
 	}
-	return New(c.dialect, c.arrayParams, c.indexNames, all...)
+	return New(c.spec, all...)
 }
 
 // LockClass says in words what a statement locks and in which order, as

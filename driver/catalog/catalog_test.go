@@ -12,11 +12,7 @@ import (
 // rebuild builds a catalogue of c's dialect from stmts, as the dialect's
 // own declaration would with those statements.
 func rebuild(c *catalog.Catalog, stmts []catalog.Statement) (*catalog.Catalog, error) {
-	names := map[catalog.Index]string{}
-	for _, ix := range []catalog.Index{catalog.RunsPrimary, catalog.JobsPrimary, catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique} {
-		names[ix] = c.IndexName(ix)
-	}
-	return catalog.New(c.Dialect(), c.ArrayParams(), names, stmts...)
+	return catalog.New(c.Spec(), stmts...)
 }
 
 // without returns c's statements less the named ones.
@@ -63,4 +59,53 @@ func TestCatalogRefusesUnknownStatement(t *testing.T) {
 	// Replacing a statement keeps to known names the same way.
 	_, err = c.With(catalog.Statement{Name: "job.nope", SQL: "SELECT 1"})
 	require.ErrorContains(t, err, `no statement "job.nope"`)
+}
+
+// Each dialect declares the capabilities its statements imply, and the
+// executor reads these, not the names.
+func TestCatalogCapabilities(t *testing.T) {
+	want := map[string]catalog.Capabilities{
+		"mariadb":  {LockMany: true},
+		"mysql":    {LockMany: true},
+		"postgres": {OneStatementClaim: true, LockIDsFirst: true, Notify: true},
+		"sqlite":   {OneStatementClaim: true},
+	}
+	for dialect, build := range catalogues {
+		require.Equal(t, want[dialect], build().Capabilities(), dialect)
+	}
+}
+
+// A capability without its statement is refused, and so is a statement
+// that only a capability needs when the dialect does not declare that
+// capability: either would leave the executor's choice and the catalogue
+// disagreeing.
+func TestCatalogRefusesCapabilityWithoutStatement(t *testing.T) {
+	pg := catalogues["postgres"]()
+	for _, c := range []struct {
+		name string
+		cat  *catalog.Catalog
+		caps func(*catalog.Capabilities)
+		drop []catalog.Name
+		err  string
+	}{
+		{"claim", pg, nil, []catalog.Name{catalog.JobClaim}, "capability OneStatementClaim without its statement job.claim"},
+		{"lock ids", pg, nil, []catalog.Name{catalog.JobLockIDs}, "capability LockIDsFirst without its statement job.lock_ids"},
+		{"notify", pg, nil, []catalog.Name{catalog.JobNotify}, "capability Notify without its statement job.notify"},
+		{"listen", pg, nil, []catalog.Name{catalog.JobListen}, "capability Notify without its statement job.listen"},
+		{"lock many", catalogues["mysql"](), nil, []catalog.Name{catalog.JobLockMany}, "capability LockMany without its statement job.lock_many"},
+		{"two-statement claim", catalogues["mysql"](), nil, []catalog.Name{catalog.JobClaimUpdate}, "without capability OneStatementClaim, statement job.claim_update is required"},
+		{"statement without capability", pg, func(c *catalog.Capabilities) { c.Notify = false }, nil, "statement job.notify declared without its capability Notify"},
+		{"replaced statement", catalogues["mysql"](), func(c *catalog.Capabilities) { c.OneStatementClaim = true }, nil, "statement job.claim_select declared, but capability OneStatementClaim replaces it"},
+		{"both locking reads", catalogues["mysql"](), func(c *catalog.Capabilities) { c.LockIDsFirst = true }, nil, "LockIDsFirst and LockMany are two ways to take the same locks"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := c.cat.Spec()
+			if c.caps != nil {
+				c.caps(&spec.Capabilities)
+			}
+			got, err := catalog.New(spec, without(c.cat, c.drop...)...)
+			require.Nil(t, got)
+			require.ErrorContains(t, err, c.err)
+		})
+	}
 }

@@ -103,23 +103,22 @@ var required = []Name{
 	MigrationCreateTable, MigrationList, MigrationInsert, MigrationDelete, ServerVersion,
 }
 
-// optional are the statements only some dialects declare: each is how one
-// dialect does what another does differently.
-var optional = []Name{JobClaim, JobClaimSelect, JobClaimUpdate, JobLockIDs, JobLockMany, JobNotify, JobListen}
-
-// checkNames refuses a set of statements that lacks a required one or
-// names one the queue does not know: a misspelt name would otherwise sit
-// unused in the catalogue (and the lock-order page) while the statement it
-// meant to be is missing.
-func checkNames(dialect string, declared map[Name]Statement) error {
+// checkNames refuses a set of statements that lacks a required one, names
+// one the queue does not know, or disagrees with the dialect's
+// capabilities: a misspelt name would otherwise sit unused in the
+// catalogue (and on the lock-order page) while the statement it meant to be
+// is missing.
+func checkNames(dialect string, caps Capabilities, declared map[Name]Statement) error {
 	var missing, unknown []string
 	for _, n := range required {
 		if _, ok := declared[n]; !ok {
 			missing = append(missing, string(n))
 		}
 	}
+	optional := caps.optional()
 	for n := range declared {
-		if !slices.Contains(required, n) && !slices.Contains(optional, n) {
+		isOptional := slices.ContainsFunc(optional, func(b bound) bool { return b.name == n })
+		if !slices.Contains(required, n) && !isOptional {
 			unknown = append(unknown, string(n))
 		}
 	}
@@ -131,6 +130,7 @@ func checkNames(dialect string, declared map[Name]Statement) error {
 		slices.Sort(unknown)
 		problems = append(problems, "unknown statements: "+strings.Join(unknown, ", "))
 	}
+	problems = append(problems, caps.check(declared)...)
 	if len(problems) > 0 {
 		return fmt.Errorf("catalog %s: %s", dialect, strings.Join(problems, "; "))
 	}

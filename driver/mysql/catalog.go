@@ -38,7 +38,14 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 	// pageFilter is the optional status, queue and kind of a job page; an
 	// empty parameter matches every row.
 	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
-	return catalog.New(flavor, false, indexNames,
+	spec := catalog.Spec{
+		Dialect: flavor, IndexNames: indexNames,
+		// No UPDATE ... RETURNING: the claim is a locking read, then an
+		// update by primary key; and the batched DONE cannot say which rows
+		// it changed, so a partial one is redone under job.lock_many.
+		Capabilities: catalog.Capabilities{LockMany: true},
+	}
+	return catalog.New(spec,
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs, Rows: true,
 			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, error_history, created_at) VALUES {rows}" + ret,

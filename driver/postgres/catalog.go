@@ -26,7 +26,11 @@ func newCatalog() (*catalog.Catalog, error) {
 	const queues = "lockstep_queues"
 	const micro = "::bigint * interval '1 microsecond'"
 	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
-	return catalog.New("postgres", true, indexNames,
+	spec := catalog.Spec{
+		Dialect: "postgres", ArrayParams: true, IndexNames: indexNames,
+		Capabilities: catalog.Capabilities{OneStatementClaim: true, LockIDsFirst: true, Notify: true},
+	}
+	return catalog.New(spec,
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs,
 			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata)" +

@@ -32,7 +32,12 @@ func newCatalog() (*catalog.Catalog, error) {
 	// empty parameter matches every row.
 	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
 	const history = "error_history = json_insert(error_history, '$[#]', json(json_extract(?, '$[0]')))"
-	return catalog.New("sqlite", false, indexNames,
+	// One writer at a time: no row lock to order, so no locking reads.
+	spec := catalog.Spec{
+		Dialect: "sqlite", IndexNames: indexNames,
+		Capabilities: catalog.Capabilities{OneStatementClaim: true},
+	}
+	return catalog.New(spec,
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs, Rows: true,
 			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata) VALUES {rows} RETURNING id",

@@ -32,7 +32,7 @@ type Dialect struct {
 	InsertReturning bool
 	// ChunkSize bounds the ids one multi-row statement names.
 	ChunkSize int
-	// Wake, when set on a dialect whose catalogue has "job.notify", paces
+	// Wake, when set on a dialect with the Notify capability, paces
 	// the wake-ups that inserts and retries send to other processes'
 	// listeners (driver.Notifier); nil sends none.
 	Wake *Wake
@@ -57,6 +57,10 @@ func InTx(d *Dialect, q Querier) *Executor { return &Executor{d: d, q: q} }
 var _ driver.Executor = (*Executor)(nil)
 
 func (e *Executor) cat() *catalog.Catalog { return e.d.Catalog }
+
+// caps are the dialect's declared capabilities; the executor chooses its
+// way through a stage by them alone.
+func (e *Executor) caps() catalog.Capabilities { return e.d.Catalog.Capabilities() }
 
 // wrap classifies a database error by code and names the operation.
 func (e *Executor) wrap(op string, err error) error {
@@ -124,11 +128,16 @@ func (e *Executor) timeArg(t time.Time) any {
 func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // execIDs runs an IDList statement over ascending ids in chunks, locking
-// the chunk first where the dialect needs it (job.lock_ids: PostgreSQL
-// locks rows in plan order, so the ids are locked ORDER BY id first).
+// the chunk first where the dialect needs it (LockIDsFirst, job.lock_ids:
+// PostgreSQL locks rows in plan order, so the ids are locked ORDER BY id
+// first).
 func (e *Executor) execIDs(ctx context.Context, q Querier, name catalog.Name, ids []int64, args ...any) (int64, error) {
 	st := e.cat().Get(name)
-	lock, needLock := e.cat().Lookup(string(catalog.JobLockIDs))
+	var lock catalog.Statement
+	needLock := e.caps().LockIDsFirst
+	if needLock {
+		lock = e.cat().Get(catalog.JobLockIDs)
+	}
 	chunk := e.chunkSize()
 	var total int64
 	for start := 0; start < len(ids); start += chunk {
@@ -341,8 +350,9 @@ func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*r
 	if p.Max <= 0 {
 		return nil, nil
 	}
-	if st, ok := e.cat().Lookup(string(catalog.JobClaim)); ok {
+	if e.caps().OneStatementClaim {
 		// One statement locks (SKIP LOCKED), updates and returns the rows.
+		st := e.cat().Get(catalog.JobClaim)
 		rows, err := e.query(ctx, e.q, st.Name, st.SQL, p.Queue, p.Max)
 		if err != nil {
 			return nil, e.wrap("claim", err)
@@ -773,14 +783,17 @@ func groupByAttempt(attempts map[int64]int) map[int][]int64 {
 }
 
 // lockMany locks job rows by primary key in ascending id order, through
-// the dialect's locking read (job.lock_ids on PostgreSQL, job.lock_many on
-// MySQL); SQLite has one writer and needs none.
+// the dialect's locking read (LockIDsFirst: job.lock_ids on PostgreSQL;
+// LockMany: job.lock_many on MySQL); SQLite has one writer and needs none.
 func (e *Executor) lockMany(ctx context.Context, q Querier, ids []int64) error {
-	st, ok := e.cat().Lookup(string(catalog.JobLockIDs))
-	if !ok {
-		if st, ok = e.cat().Lookup(string(catalog.JobLockMany)); !ok {
-			return nil
-		}
+	var st catalog.Statement
+	switch caps := e.caps(); {
+	case caps.LockIDsFirst:
+		st = e.cat().Get(catalog.JobLockIDs)
+	case caps.LockMany:
+		st = e.cat().Get(catalog.JobLockMany)
+	default:
+		return nil
 	}
 	chunk := e.chunkSize()
 	for start := 0; start < len(ids); start += chunk {

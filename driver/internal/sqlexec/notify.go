@@ -79,10 +79,7 @@ func (w *Wake) dueQueue(queue string) bool {
 
 // wake returns the dialect's pacing when it can notify at all.
 func (e *Executor) wake() *Wake {
-	if e.d.Wake == nil {
-		return nil
-	}
-	if _, ok := e.cat().Lookup(string(catalog.JobNotify)); !ok {
+	if e.d.Wake == nil || !e.caps().Notify {
 		return nil
 	}
 	return e.d.Wake
