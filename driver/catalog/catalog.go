@@ -57,9 +57,11 @@ type Statement struct {
 	// IDList marks statements whose last parameter is a list of ids, all
 	// visited through the primary key in ascending order.
 	IDList bool
-	// Returning marks writes that return the ids they changed (RETURNING
-	// id), so the executor knows which rows a fenced batch wrote without a
-	// transaction around it.
+	// Returning marks writes that return the ids they wrote (RETURNING
+	// id): the executor reads an insert's ids from its rows instead of
+	// LastInsertId, and knows which rows a fenced batch changed without a
+	// transaction around it. It is a statement's, not a dialect's: MariaDB
+	// returns from an INSERT but not from an UPDATE.
 	Returning bool
 	// Rows marks multi-row INSERTs whose {rows} marker expands to RowSQL once
 	// per row.
@@ -110,6 +112,9 @@ func New(spec Spec, stmts ...Statement) (*Catalog, error) {
 		}
 		if s.IDList && !arrayParams && !strings.Contains(s.SQL, "{ids}") {
 			return nil, fmt.Errorf("catalog %s: %s: IDList statement lacks the {ids} marker", dialect, s.Name)
+		}
+		if s.Returning && !strings.Contains(s.SQL, "RETURNING") {
+			return nil, fmt.Errorf("catalog %s: %s: Returning statement has no RETURNING clause", dialect, s.Name)
 		}
 		if s.Rows && (s.RowSQL == "" || !strings.Contains(s.SQL, "{rows}")) {
 			return nil, fmt.Errorf("catalog %s: %s: Rows statement needs RowSQL and a {rows} marker", dialect, s.Name)

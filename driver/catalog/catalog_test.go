@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,4 +109,24 @@ func TestCatalogRefusesCapabilityWithoutStatement(t *testing.T) {
 			require.ErrorContains(t, err, c.err)
 		})
 	}
+}
+
+// The inserts say whether they return their ids, and the executor reads
+// that from the statement: MySQL 8's do not (its ids come from
+// LastInsertId), every other dialect's do. A statement that claims to
+// return ids without a RETURNING clause is refused.
+func TestCatalogInsertsDeclareReturning(t *testing.T) {
+	for dialect, build := range catalogues {
+		c := build()
+		for _, n := range []catalog.Name{catalog.JobInsert, catalog.RunInsert} {
+			st := c.Get(n)
+			require.Equal(t, dialect != "mysql", st.Returning, "%s %s", dialect, n)
+			require.Equal(t, st.Returning, strings.Contains(st.SQL, "RETURNING id"), "%s %s", dialect, n)
+		}
+	}
+	my := catalogues["mysql"]()
+	st := my.Get(catalog.JobFinishDoneMany)
+	st.Returning = true
+	_, err := my.With(st)
+	require.ErrorContains(t, err, "job.finish_done_many: Returning statement has no RETURNING clause")
 }

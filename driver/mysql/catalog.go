@@ -47,7 +47,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 	}
 	return catalog.New(spec,
 		catalog.Statement{
-			Name: catalog.JobInsert, Table: jobs, Rows: true,
+			Name: catalog.JobInsert, Table: jobs, Rows: true, Returning: returning,
 			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, error_history, created_at) VALUES {rows}" + ret,
 			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, '[]', " + now + ")",
 		},
@@ -152,7 +152,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
 		},
 		catalog.Statement{
-			Name: catalog.RunInsert, Table: "lockstep_runs",
+			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: returning,
 			SQL: "INSERT INTO lockstep_runs (name, status, metadata, created_at) VALUES (?, 'ACTIVE', ?, " + now + ")" + ret,
 		},
 		catalog.Statement{

@@ -126,11 +126,10 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	}
 	d := &Driver{db: db, version: version, mariadb: mariadb}
 	d.dialect = &sqlexec.Dialect{
-		Catalog:         cat,
-		InsertReturning: mariadb,
-		BeginTx:         d.beginTx,
-		Classify:        classify,
-		ChunkSize:       500,
+		Catalog:   cat,
+		BeginTx:   d.beginTx,
+		Classify:  classify,
+		ChunkSize: 500,
 	}
 	return d, nil
 }

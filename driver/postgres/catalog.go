@@ -32,7 +32,7 @@ func newCatalog() (*catalog.Catalog, error) {
 	}
 	return catalog.New(spec,
 		catalog.Statement{
-			Name: catalog.JobInsert, Table: jobs,
+			Name: catalog.JobInsert, Table: jobs, Returning: true,
 			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata)" +
 				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, 'PENDING', u.priority, u.max_attempts, COALESCE(u.available_at, now()), u.metadata::jsonb" +
 				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::timestamptz[], $8::text[])" +
@@ -156,7 +156,7 @@ func newCatalog() (*catalog.Catalog, error) {
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = $1 AND id > $2 AND ($3 = '' OR status = $4) ORDER BY id LIMIT $5",
 		},
 		catalog.Statement{
-			Name: catalog.RunInsert, Table: "lockstep_runs",
+			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: true,
 			SQL: "INSERT INTO lockstep_runs (name, status, metadata) VALUES ($1, 'ACTIVE', $2::text::jsonb) RETURNING id",
 		},
 		catalog.Statement{

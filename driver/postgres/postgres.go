@@ -99,13 +99,12 @@ func NewDB(ctx context.Context, db *sql.DB) (*Driver, error) {
 	}
 	d := &Driver{db: db, version: version}
 	d.dialect = &sqlexec.Dialect{
-		Catalog:         cat,
-		InsertReturning: true,
-		ColumnarInsert:  columnarInsert,
-		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
-		Classify:        classify,
-		ChunkSize:       1000,
-		Wake:            sqlexec.NewWake(DefaultNotifyCooldown),
+		Catalog:        cat,
+		ColumnarInsert: columnarInsert,
+		BeginTx:        func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
+		Classify:       classify,
+		ChunkSize:      1000,
+		Wake:           sqlexec.NewWake(DefaultNotifyCooldown),
 	}
 	return d, nil
 }

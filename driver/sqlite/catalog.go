@@ -39,7 +39,7 @@ func newCatalog() (*catalog.Catalog, error) {
 	}
 	return catalog.New(spec,
 		catalog.Statement{
-			Name: catalog.JobInsert, Table: jobs, Rows: true,
+			Name: catalog.JobInsert, Table: jobs, Rows: true, Returning: true,
 			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata) VALUES {rows} RETURNING id",
 			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?)",
 		},
@@ -128,7 +128,7 @@ func newCatalog() (*catalog.Catalog, error) {
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = ? AND id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
 		},
 		catalog.Statement{
-			Name: catalog.RunInsert, Table: "lockstep_runs",
+			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: true,
 			SQL: "INSERT INTO lockstep_runs (name, status, metadata) VALUES (?, 'ACTIVE', ?) RETURNING id",
 		},
 		catalog.Statement{

@@ -85,11 +85,10 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	}
 	d := &Driver{db: db, version: version}
 	d.dialect = &sqlexec.Dialect{
-		Catalog:         cat,
-		InsertReturning: true,
-		TimeArg:         func(t time.Time) any { return t.UTC().Format(sqlexec.TimeLayout) },
-		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
-		Classify:        classify,
+		Catalog:  cat,
+		TimeArg:  func(t time.Time) any { return t.UTC().Format(sqlexec.TimeLayout) },
+		BeginTx:  func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
+		Classify: classify,
 		// SQLite allows 32766 parameters per statement.
 		ChunkSize: 500,
 	}

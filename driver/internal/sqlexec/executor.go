@@ -26,10 +26,6 @@ type Dialect struct {
 	// ColumnarInsert builds the array-per-column arguments of "job.insert"
 	// for dialects that insert from arrays; nil expands {rows}.
 	ColumnarInsert func(jobs []driver.JobInsertParams) []any
-	// InsertReturning is true when INSERT ... RETURNING id is supported;
-	// otherwise ids come from LastInsertId, consecutive within one
-	// multi-row statement (InnoDB guarantees this for simple inserts).
-	InsertReturning bool
 	// ChunkSize bounds the ids one multi-row statement names.
 	ChunkSize int
 	// Wake, when set on a dialect with the Notify capability, paces
@@ -231,7 +227,10 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.Job
 			args = e.rowArgs(args, j)
 		}
 	}
-	if !e.d.InsertReturning {
+	if !st.Returning {
+		// No INSERT ... RETURNING (MySQL 8): the ids come from LastInsertId,
+		// consecutive within one multi-row statement (InnoDB guarantees this
+		// for simple inserts).
 		res, err := e.exec(ctx, q, st.Name, sqlText, args...)
 		if err != nil {
 			return nil, err

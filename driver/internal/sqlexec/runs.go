@@ -18,7 +18,7 @@ func (e *Executor) RunInsert(ctx context.Context, p *driver.RunInsertParams) (*r
 	}
 	st := e.cat().Get(catalog.RunInsert)
 	var id int64
-	if e.d.InsertReturning {
+	if st.Returning {
 		ids, err := e.queryIDs(ctx, e.q, st.Name, st.SQL, p.Name, meta)
 		if err != nil {
 			return nil, e.wrap("insert run", err)
