@@ -264,3 +264,32 @@ func orDefault(v, def int) int {
 	}
 	return v
 }
+
+// JobGet reads one job.
+func (e *Executor) JobGet(ctx context.Context, id int64) (*rowtype.JobRow, error) {
+	job, err := e.getJob(ctx, e.q, id)
+	if err != nil {
+		return nil, e.wrap(fmt.Sprintf("get job %d", id), err)
+	}
+	return job, nil
+}
+
+// JobList lists jobs by id, optionally of one run and one status.
+func (e *Executor) JobList(ctx context.Context, p *rowtype.JobListParams) ([]*rowtype.JobRow, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	var rows Rows
+	var err error
+	if p.RunID != 0 {
+		rows, err = e.query(ctx, e.q, catalog.JobListByRun, e.cat().Get(catalog.JobListByRun).SQL, p.RunID, p.AfterID, string(p.Status), string(p.Status), limit)
+	} else {
+		rows, err = e.query(ctx, e.q, catalog.JobList, e.cat().Get(catalog.JobList).SQL, p.AfterID, string(p.Status), string(p.Status), limit)
+	}
+	if err != nil {
+		return nil, e.wrap("list jobs", err)
+	}
+	jobs, err := scanJobs(rows)
+	return jobs, e.wrap("list jobs", err)
+}

@@ -2,7 +2,6 @@ package sqlexec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -75,38 +74,4 @@ func (e *Executor) RunCounts(ctx context.Context, id int64) (rowtype.RunCounts, 
 		out[rowtype.JobStatus(status)] = int(n)
 	}
 	return out, e.wrap(fmt.Sprintf("count run %d", id), rows.Err())
-}
-
-// RunCancel follows the second seed's fix with the run first: lock and mark
-// the run row by primary key (so no job can be enqueued into it), read the
-// ids of its live jobs without locking, then cancel them by primary key in
-// ascending id order, re-checking their status.
-func (e *Executor) RunCancel(ctx context.Context, id int64) (*rowtype.RunCancelResult, error) {
-	var out *rowtype.RunCancelResult
-	err := e.inTx(ctx, func(q Querier) error {
-		if _, err := e.exec(ctx, q, catalog.RunCancel, e.cat().Get(catalog.RunCancel).SQL, id); err != nil {
-			return err
-		}
-		run, err := e.getRun(ctx, q, id)
-		if err != nil {
-			return err
-		}
-		ids, err := e.queryIDs(ctx, q, catalog.JobIDsLiveByRun, e.cat().Get(catalog.JobIDsLiveByRun).SQL, id)
-		if err != nil {
-			return err
-		}
-		ids = sortedUnique(ids)
-		if _, err := e.execIDs(ctx, q, catalog.JobCancelMany, ids); err != nil {
-			return err
-		}
-		out = &rowtype.RunCancelResult{Run: run, Cancelled: ids}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, rowtype.ErrNotFound) {
-			return nil, err
-		}
-		return nil, e.wrap(fmt.Sprintf("cancel run %d", id), err)
-	}
-	return out, nil
 }
