@@ -18,10 +18,12 @@ func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
 	return res.RowsAffected == 1, nil
 }
 
-// RunCancel follows the second seed's fix with the run first: lock and mark
-// the run row by primary key (so no job can be enqueued into it), read the
-// ids of its live jobs without locking, then cancel them by primary key in
-// ascending id order, re-checking their status.
+// RunCancel is the cancel of the measured write-up of the claim/cancel
+// deadlock, written the safe way and with the run first: lock and mark the
+// run row by primary key (so no job can be enqueued into it), read the ids
+// of its live jobs without locking, then cancel them by primary key in
+// ascending id order, re-checking their status. A claim that meets it then
+// meets it on a job's primary key first, never through a secondary index.
 func (e *Executor) RunCancel(ctx context.Context, id int64) (*rowtype.RunCancelResult, error) {
 	var out *rowtype.RunCancelResult
 	err := e.inTx(ctx, func(q Querier) error {
