@@ -96,11 +96,7 @@ type Catalog struct {
 // agree with the statements, so a malformed or incomplete declaration fails
 // at start-up, not at the first claim.
 func New(spec Spec, stmts ...Statement) (*Catalog, error) {
-	indexNames := spec.IndexNames
-	spec.IndexNames = map[Index]string{}
-	for k, v := range indexNames {
-		spec.IndexNames[k] = v
-	}
+	spec.IndexNames = maps.Clone(spec.IndexNames) // the declaration's map stays the declaration's
 	dialect, arrayParams := spec.Dialect, spec.ArrayParams
 	c := &Catalog{spec: spec, stmts: map[Name]Statement{}}
 	for _, s := range stmts {
