@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 )
 
 // ErrUnknownMigration: the database records a migration this binary does
@@ -105,7 +106,7 @@ func (m *Migrator) All() []Migration { return slices.Clone(m.migrations) }
 
 func (m *Migrator) exec(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, name string, args ...any) error {
+}, name catalog.Name, args ...any) error {
 	_, err := q.ExecContext(ctx, m.drv.Catalog().Get(name).SQL, args...)
 	return err
 }
@@ -113,10 +114,10 @@ func (m *Migrator) exec(ctx context.Context, q interface {
 // Status lists migrations and whether each is applied.
 func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 	db := m.drv.DB()
-	if err := m.exec(ctx, db, "migration.create_table"); err != nil {
+	if err := m.exec(ctx, db, catalog.MigrationCreateTable); err != nil {
 		return nil, fmt.Errorf("migrate: create lockstep_migrations: %w", err)
 	}
-	rows, err := db.QueryContext(ctx, m.drv.Catalog().Get("migration.list").SQL)
+	rows, err := db.QueryContext(ctx, m.drv.Catalog().Get(catalog.MigrationList).SQL)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: list: %w", err)
 	}
@@ -173,7 +174,7 @@ func (m *Migrator) Up(ctx context.Context) ([]Migration, error) {
 		if s.Applied {
 			continue
 		}
-		if err := m.apply(ctx, s.Up, "migration.insert", s.Version, s.Name); err != nil {
+		if err := m.apply(ctx, s.Up, catalog.MigrationInsert, s.Version, s.Name); err != nil {
 			return done, fmt.Errorf("migrate up %d_%s: %w", s.Version, s.Name, err)
 		}
 		done = append(done, s.Migration)
@@ -193,7 +194,7 @@ func (m *Migrator) Down(ctx context.Context, steps int) ([]Migration, error) {
 		if !s.Applied {
 			continue
 		}
-		if err := m.apply(ctx, s.Down, "migration.delete", s.Version); err != nil {
+		if err := m.apply(ctx, s.Down, catalog.MigrationDelete, s.Version); err != nil {
 			return done, fmt.Errorf("migrate down %d_%s: %w", s.Version, s.Name, err)
 		}
 		done = append(done, s.Migration)
@@ -204,7 +205,7 @@ func (m *Migrator) Down(ctx context.Context, steps int) ([]Migration, error) {
 // apply runs a migration's statements and its bookkeeping in one
 // transaction. PostgreSQL and SQLite make that atomic; MySQL commits each
 // DDL statement implicitly, so a failure there can leave a step half done.
-func (m *Migrator) apply(ctx context.Context, body, record string, args ...any) error {
+func (m *Migrator) apply(ctx context.Context, body string, record catalog.Name, args ...any) error {
 	tx, err := m.drv.DB().BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 )
@@ -35,8 +36,8 @@ const (
 
 // Statement is one SQL statement with its declared access path.
 type Statement struct {
-	// Name identifies the statement across dialects ("job.claim").
-	Name string
+	// Name identifies the statement across dialects (JobClaim).
+	Name Name
 	// SQL is the statement text. Statements with IDList set contain the
 	// marker {ids} where the dialect expands one placeholder per id, unless
 	// the dialect passes the list as one array parameter.
@@ -56,9 +57,11 @@ type Statement struct {
 	// IDList marks statements whose last parameter is a list of ids, all
 	// visited through the primary key in ascending order.
 	IDList bool
-	// Returning marks writes that return the ids they changed (RETURNING
-	// id), so the executor knows which rows a fenced batch wrote without a
-	// transaction around it.
+	// Returning marks writes that return the ids they wrote (RETURNING
+	// id): the executor reads an insert's ids from its rows instead of
+	// LastInsertId, and knows which rows a fenced batch changed without a
+	// transaction around it. It is a statement's, not a dialect's: MariaDB
+	// returns from an INSERT but not from an UPDATE.
 	Returning bool
 	// Rows marks multi-row INSERTs whose {rows} marker expands to RowSQL once
 	// per row.
@@ -67,24 +70,35 @@ type Statement struct {
 	RowSQL string
 }
 
-// Catalog is the complete, immutable set of statements of one dialect.
-type Catalog struct {
-	dialect string
-	// arrayParams is true when id lists are bound as one array parameter
+// Spec is what a dialect declares about itself besides its statements.
+type Spec struct {
+	// Dialect names the catalogue: "mariadb", "mysql", "postgres", "sqlite".
+	Dialect string
+	// ArrayParams is true when id lists are bound as one array parameter
 	// (PostgreSQL = ANY($n)) instead of expanded placeholders.
-	arrayParams bool
-	indexNames  map[Index]string
-	stmts       map[string]Statement
-	order       []string
+	ArrayParams bool
+	// IndexNames maps each index to the dialect's own name of it.
+	IndexNames map[Index]string
+	// Capabilities are the dialect's ways of keeping the lock order where
+	// databases differ; they decide which optional statements it declares.
+	Capabilities Capabilities
 }
 
-// New builds a catalogue and checks that every statement is well formed, so
-// a malformed declaration fails at start-up, not at the first claim.
-func New(dialect string, arrayParams bool, indexNames map[Index]string, stmts ...Statement) (*Catalog, error) {
-	c := &Catalog{dialect: dialect, arrayParams: arrayParams, indexNames: map[Index]string{}, stmts: map[string]Statement{}}
-	for k, v := range indexNames {
-		c.indexNames[k] = v
-	}
+// Catalog is the complete, immutable set of statements of one dialect.
+type Catalog struct {
+	spec  Spec
+	stmts map[Name]Statement
+	order []Name
+}
+
+// New builds a catalogue and checks that every statement is well formed,
+// that every required statement is declared, and that the capabilities
+// agree with the statements, so a malformed or incomplete declaration fails
+// at start-up, not at the first claim.
+func New(spec Spec, stmts ...Statement) (*Catalog, error) {
+	spec.IndexNames = maps.Clone(spec.IndexNames) // the declaration's map stays the declaration's
+	dialect, arrayParams := spec.Dialect, spec.ArrayParams
+	c := &Catalog{spec: spec, stmts: map[Name]Statement{}}
 	for _, s := range stmts {
 		if s.Name == "" || s.SQL == "" {
 			return nil, fmt.Errorf("catalog %s: statement without name or SQL", dialect)
@@ -95,6 +109,9 @@ func New(dialect string, arrayParams bool, indexNames map[Index]string, stmts ..
 		if s.IDList && !arrayParams && !strings.Contains(s.SQL, "{ids}") {
 			return nil, fmt.Errorf("catalog %s: %s: IDList statement lacks the {ids} marker", dialect, s.Name)
 		}
+		if s.Returning && !strings.Contains(s.SQL, "RETURNING") {
+			return nil, fmt.Errorf("catalog %s: %s: Returning statement has no RETURNING clause", dialect, s.Name)
+		}
 		if s.Rows && (s.RowSQL == "" || !strings.Contains(s.SQL, "{rows}")) {
 			return nil, fmt.Errorf("catalog %s: %s: Rows statement needs RowSQL and a {rows} marker", dialect, s.Name)
 		}
@@ -102,20 +119,24 @@ func New(dialect string, arrayParams bool, indexNames map[Index]string, stmts ..
 			if ix == None {
 				continue
 			}
-			if _, ok := c.indexNames[ix]; !ok {
+			if _, ok := spec.IndexNames[ix]; !ok {
 				return nil, fmt.Errorf("catalog %s: %s: index %q has no name in this dialect", dialect, s.Name, ix)
 			}
 		}
 		c.stmts[s.Name] = s
 		c.order = append(c.order, s.Name)
 	}
+	if err := checkNames(dialect, spec.Capabilities, c.stmts); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
-// MustNew is New for catalogues written in the source: a declaration error
-// there is a programming error.
-func MustNew(dialect string, arrayParams bool, indexNames map[Index]string, stmts ...Statement) *Catalog {
-	c, err := New(dialect, arrayParams, indexNames, stmts...)
+// Must returns c, and panics on err. It is for the offline catalogues a
+// dialect exports for documentation and audits, built from declarations in
+// the source with no error to return; the drivers themselves refuse to open
+// on a catalogue New refuses, and the catalogue tests build every dialect's.
+func Must(c *Catalog, err error) *Catalog {
 	if err != nil {
 		panic(err)
 	}
@@ -123,25 +144,40 @@ func MustNew(dialect string, arrayParams bool, indexNames map[Index]string, stmt
 }
 
 // Dialect is the dialect the catalogue is written for.
-func (c *Catalog) Dialect() string { return c.dialect }
+func (c *Catalog) Dialect() string { return c.spec.Dialect }
 
 // ArrayParams reports whether id lists bind as a single array parameter.
-func (c *Catalog) ArrayParams() bool { return c.arrayParams }
+func (c *Catalog) ArrayParams() bool { return c.spec.ArrayParams }
+
+// Capabilities are the dialect's declared ways of keeping the lock order.
+func (c *Catalog) Capabilities() Capabilities { return c.spec.Capabilities }
+
+// Spec returns what the dialect declared besides its statements, so that a
+// catalogue of the same dialect can be built from other statements.
+func (c *Catalog) Spec() Spec {
+	spec := c.spec
+	spec.IndexNames = maps.Clone(c.spec.IndexNames)
+	return spec
+}
 
 // IndexName is the dialect's own name of an index.
-func (c *Catalog) IndexName(ix Index) string { return c.indexNames[ix] }
+func (c *Catalog) IndexName(ix Index) string { return c.spec.IndexNames[ix] }
 
-// Lookup returns a statement by name.
+// Lookup returns a statement by a name that arrives as text: a command
+// line flag, a statement trace.
 func (c *Catalog) Lookup(name string) (Statement, bool) {
-	s, ok := c.stmts[name]
+	s, ok := c.stmts[Name(name)]
 	return s, ok
 }
 
-// Get returns a statement that the caller knows the dialect declares.
-func (c *Catalog) Get(name string) Statement {
+// Get returns a statement that the caller knows the dialect declares: a
+// required one, or one that a capability the dialect declares brings. New
+// refuses a catalogue without those, so only a programming error can
+// panic here.
+func (c *Catalog) Get(name Name) Statement {
 	s, ok := c.stmts[name]
 	if !ok {
-		panic(fmt.Sprintf("catalog %s: no statement %q", c.dialect, name))
+		panic(fmt.Sprintf("catalog %s: no statement %q", c.spec.Dialect, name))
 	}
 	return s
 }
@@ -157,7 +193,10 @@ func (c *Catalog) All() []Statement {
 
 // Names returns the statement names, sorted.
 func (c *Catalog) Names() []string {
-	out := append([]string(nil), c.order...)
+	out := make([]string, 0, len(c.order))
+	for _, n := range c.order {
+		out = append(out, string(n))
+	}
 	sort.Strings(out)
 	return out
 }
@@ -165,7 +204,7 @@ func (c *Catalog) Names() []string {
 // BindIDs renders an IDList statement for the given ids, which must already
 // be sorted ascending, and appends them to args in the dialect's way.
 func (c *Catalog) BindIDs(s Statement, ids []int64, args ...any) (string, []any) {
-	if c.arrayParams {
+	if c.spec.ArrayParams {
 		return s.SQL, append(args, ids)
 	}
 	sqlText := strings.Replace(s.SQL, "{ids}", placeholders(len(ids), "?"), 1)
@@ -213,10 +252,10 @@ func (c *Catalog) With(stmts ...Statement) (*Catalog, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("catalog %s: no statement %q to replace", c.dialect, s.Name)
+			return nil, fmt.Errorf("catalog %s: no statement %q to replace", c.spec.Dialect, s.Name)
 		}
 	}
-	return New(c.dialect, c.arrayParams, c.indexNames, all...)
+	return New(c.spec, all...)
 }
 
 // LockClass says in words what a statement locks and in which order, as

@@ -15,7 +15,7 @@ const pkOnlyDelete = "DELETE FROM lockstep_jobs WHERE id IN ({ids})"
 
 // newCatalog declares every statement the queue issues on MySQL/MariaDB.
 // returning is false on MySQL 8, which has no INSERT ... RETURNING.
-func newCatalog(flavor string, returning bool) *catalog.Catalog {
+func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
 		catalog.RunsPrimary:     "PRIMARY",
 		catalog.JobsPrimary:     "PRIMARY",
@@ -38,9 +38,16 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 	// pageFilter is the optional status, queue and kind of a job page; an
 	// empty parameter matches every row.
 	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
-	return catalog.MustNew(flavor, false, indexNames,
+	spec := catalog.Spec{
+		Dialect: flavor, IndexNames: indexNames,
+		// No UPDATE ... RETURNING: the claim is a locking read, then an
+		// update by primary key; and the batched DONE cannot say which rows
+		// it changed, so a partial one is redone under job.lock_many.
+		Capabilities: catalog.Capabilities{LockMany: true},
+	}
+	return catalog.New(spec,
 		catalog.Statement{
-			Name: "job.insert", Table: jobs, Rows: true,
+			Name: catalog.JobInsert, Table: jobs, Rows: true, Returning: returning,
 			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, error_history, created_at) VALUES {rows}" + ret,
 			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, '[]', " + now + ")",
 		},
@@ -50,156 +57,156 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 			// Not INSERT ... ON DUPLICATE KEY UPDATE: that would lock the
 			// holder's unique-index record and then its PRIMARY record,
 			// the reverse of every status change's order.
-			Name: "job.insert_unique", Table: jobs,
+			Name: catalog.JobInsertUnique, Table: jobs,
 			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states, error_history, created_at)" +
 				" VALUES (?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, ?, '[]', " + now + ")",
 		},
 		catalog.Statement{
 			// The job holding a key: a consistent read of the unique index.
-			Name: "job.id_by_unique_key", Table: jobs, Finds: catalog.JobsUnique,
+			Name: catalog.JobIDByUniqueKey, Table: jobs, Finds: catalog.JobsUnique,
 			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_unique) WHERE unique_active = ?",
 		},
 		catalog.Statement{
-			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			Name: catalog.RunLockShared, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "SELECT status FROM lockstep_runs FORCE INDEX (PRIMARY) WHERE id = ? LOCK IN SHARE MODE",
 		},
 		catalog.Statement{
-			Name: "job.claim_select", Table: jobs, Finds: catalog.JobsClaim, Locks: true, Claim: true,
+			Name: catalog.JobClaimSelect, Table: jobs, Finds: catalog.JobsClaim, Locks: true, Claim: true,
 			SQL: "SELECT " + sqlexec.JobColumns + ", " + now + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +
 				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now +
 				" ORDER BY priority, available_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
 		},
 		catalog.Statement{
-			Name: "job.claim_update", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			Name: catalog.JobClaimUpdate, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
 			SQL: byPK + "status = 'RUNNING', attempts = attempts + 1, started_at = ?, heartbeat_at = ? WHERE id IN ({ids}) AND status = 'PENDING'",
 		},
 		catalog.Statement{
-			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishDone, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = 'DONE', output = ?, finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			// The batched DONE of many attempts, all of one attempt number;
 			// a batch that mixes attempt numbers takes job.lock_many first.
-			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			Name: catalog.JobFinishDoneMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
 			SQL: byPK + "status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE attempts = ? AND status = 'RUNNING' AND id IN ({ids})",
 		},
 		catalog.Statement{
 			// Locks rows by primary key in ascending id order, before
 			// writes that visit them in more than one statement.
-			Name: "job.lock_many", Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			Name: catalog.JobLockMany, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
 			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id IN ({ids}) ORDER BY id FOR UPDATE",
 		},
 		catalog.Statement{
-			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishFailed, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = 'FAILED', finished_at = " + now + ", heartbeat_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
-			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = 'PENDING', heartbeat_at = " + now + ", available_at = " + now + " + INTERVAL ? MICROSECOND, last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
-			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishSnooze, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = 'PENDING', heartbeat_at = " + now + ", available_at = " + now + " + INTERVAL ? MICROSECOND, max_attempts = max_attempts + 1 WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
-			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			Name: catalog.JobHeartbeat, Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
 			SQL: byPK + "heartbeat_at = " + now + " WHERE id IN ({ids}) AND status = 'RUNNING'",
 		},
 		catalog.Statement{
-			Name: "job.state_many", Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			Name: catalog.JobStateMany, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
 			SQL: "SELECT id, status, attempts FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id IN ({ids})",
 		},
 		catalog.Statement{
-			Name: "job.reap_select", Table: jobs, Finds: catalog.JobsHeartbeat,
+			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
 			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat)" +
 				" WHERE status = 'RUNNING' AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobReap, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = IF(attempts >= max_attempts, 'FAILED', 'PENDING'), available_at = " + now +
 				", finished_at = IF(attempts >= max_attempts, " + now + ", NULL), heartbeat_at = " + now + ", last_error = ?, " + history +
 				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND",
 		},
 		catalog.Statement{
-			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
-			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
 			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
-			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND status IN ('PENDING', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
-			Name: "job.get", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id = ?",
 		},
 		catalog.Statement{
-			Name: "job.list", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobList, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "job.list_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobListByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "run.insert", Table: "lockstep_runs",
+			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: returning,
 			SQL: "INSERT INTO lockstep_runs (name, status, metadata, created_at) VALUES (?, 'ACTIVE', ?, " + now + ")" + ret,
 		},
 		catalog.Statement{
-			Name: "run.get", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			Name: catalog.RunGet, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
 			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id = ?",
 		},
 		catalog.Statement{
-			Name: "run.counts", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.RunCounts, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT status, COUNT(*) FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? GROUP BY status",
 		},
 		catalog.Statement{
-			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			Name: catalog.RunCancel, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "UPDATE lockstep_runs FORCE INDEX (PRIMARY) SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, " + now + ") WHERE id = ?",
 		},
 		catalog.Statement{
-			Name: "job.retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = 'PENDING', available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL," +
 				" max_attempts = GREATEST(max_attempts, attempts + 1) WHERE id = ? AND status = 'FAILED'",
 		},
 		catalog.Statement{
-			Name: "job.page_floor", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobPageFloor, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id < ? ORDER BY id DESC LIMIT ?) w",
 		},
 		catalog.Statement{
-			Name: "job.page", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobPage, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "job.page_floor_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobPageFloorByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND id < ? ORDER BY id DESC LIMIT ?) w",
 		},
 		catalog.Statement{
-			Name: "job.page_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobPageByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "run.list", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			Name: catalog.RunList, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
 			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs FORCE INDEX (PRIMARY) WHERE id < ? ORDER BY id DESC LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "run.counts_bounded", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.RunCountsBounded, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT status, COUNT(*) FROM (SELECT status FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? ORDER BY id LIMIT ?) w GROUP BY status",
 		},
 		catalog.Statement{
 			// A loose index scan: one index dive per queue.
-			Name: "queue.list", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueList, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT queue FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status) GROUP BY queue ORDER BY queue LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "queue.count", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueCount, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status) WHERE queue = ? AND status = ? LIMIT ?) w",
 		},
 		catalog.Statement{
-			Name: "queue.finished", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueFinished, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status)" +
 				" WHERE queue = ? AND status = ? AND heartbeat_at >= " + now + " - INTERVAL ? MICROSECOND LIMIT ?) w",
 		},
@@ -207,12 +214,12 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 		// first, read without locks; then locked by primary key in id
 		// order, checked again, and deleted by primary key.
 		catalog.Statement{
-			Name: "job.prune_select", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.JobPruneSelect, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_queue_status)" +
 				" WHERE queue = ? AND status = ? AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND ORDER BY heartbeat_at LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "job.prune_lock", Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			Name: catalog.JobPruneLock, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
 			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE status = ? AND heartbeat_at < " + now +
 				" - INTERVAL ? MICROSECOND AND id IN ({ids}) ORDER BY id FOR UPDATE",
 		},
@@ -221,53 +228,53 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 			// serve it. (Single-table DELETE takes no index hint; the
 			// multi-table form that does is planned as a full scan on a
 			// near-empty table.)
-			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
+			Name: catalog.JobDeleteMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
 			SQL: pkOnlyDelete,
 		},
 		catalog.Statement{
-			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
+			Name: catalog.QueueOldest, Table: jobs, Finds: catalog.JobsClaim,
 			SQL: "SELECT MIN(available_at), " + now + ", COUNT(*) FROM (SELECT available_at FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +
 				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now + " ORDER BY priority, available_at, id LIMIT ?) w",
 		},
 		// Queue settings: one row per queue, upserted by primary key in
 		// a statement of its own, never in a transaction with a job or run.
 		catalog.Statement{
-			Name: "queue.settings_list", Table: queues,
+			Name: catalog.QueueSettingsList, Table: queues,
 			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
 		},
 		catalog.Statement{
-			Name: "queue.pause", Table: queues, Locks: true,
+			Name: catalog.QueuePause, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES (?, " + now + ", " + now + ")" +
 				" ON DUPLICATE KEY UPDATE paused_at = COALESCE(paused_at, " + now + "), updated_at = " + now,
 		},
 		catalog.Statement{
-			Name: "queue.resume", Table: queues, Locks: true,
+			Name: catalog.QueueResume, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES (?, NULL, " + now + ")" +
 				" ON DUPLICATE KEY UPDATE paused_at = NULL, updated_at = " + now,
 		},
 		catalog.Statement{
-			Name: "queue.set_max_workers", Table: queues, Locks: true,
+			Name: catalog.QueueSetMaxWorkers, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, max_workers, updated_at) VALUES (?, ?, " + now + ")" +
 				" ON DUPLICATE KEY UPDATE max_workers = VALUES(max_workers), updated_at = " + now,
 		},
 		catalog.Statement{
-			Name: "migration.create_table", Table: "lockstep_migrations",
+			Name: catalog.MigrationCreateTable, Table: "lockstep_migrations",
 			SQL: "CREATE TABLE IF NOT EXISTS lockstep_migrations (version INT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at DATETIME(6) NOT NULL) ENGINE=InnoDB",
 		},
 		catalog.Statement{
-			Name: "migration.list", Table: "lockstep_migrations",
+			Name: catalog.MigrationList, Table: "lockstep_migrations",
 			SQL: "SELECT version, name, applied_at FROM lockstep_migrations ORDER BY version",
 		},
 		catalog.Statement{
-			Name: "migration.insert", Table: "lockstep_migrations",
+			Name: catalog.MigrationInsert, Table: "lockstep_migrations",
 			SQL: "INSERT INTO lockstep_migrations (version, name, applied_at) VALUES (?, ?, " + now + ")",
 		},
 		catalog.Statement{
-			Name: "migration.delete", Table: "lockstep_migrations",
+			Name: catalog.MigrationDelete, Table: "lockstep_migrations",
 			SQL: "DELETE FROM lockstep_migrations WHERE version = ?",
 		},
 		catalog.Statement{
-			Name: "server.version", SQL: "SELECT VERSION()",
+			Name: catalog.ServerVersion, SQL: "SELECT VERSION()",
 		},
 	)
 }
@@ -277,7 +284,7 @@ func newCatalog(flavor string, returning bool) *catalog.Catalog {
 // offline audits of the lock order.
 func Catalog(mariadb bool) *catalog.Catalog {
 	if mariadb {
-		return newCatalog("mariadb", true)
+		return catalog.Must(newCatalog("mariadb", true))
 	}
-	return newCatalog("mysql", false)
+	return catalog.Must(newCatalog("mysql", false))
 }

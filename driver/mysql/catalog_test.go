@@ -14,7 +14,8 @@ import (
 // locking statement that finds rows by primary key must pin PRIMARY.
 func TestByIDWritesForcePrimary(t *testing.T) {
 	for _, returning := range []bool{true, false} {
-		c := newCatalog("mariadb", returning)
+		c, err := newCatalog("mariadb", returning)
+		require.NoError(t, err)
 		for _, st := range c.All() {
 			// A WHERE of the primary key alone leaves no other index to
 			// choose (and single-table DELETE takes no hint).
@@ -32,12 +33,13 @@ func TestByIDWritesForcePrimary(t *testing.T) {
 }
 
 func TestBindIDs(t *testing.T) {
-	c := newCatalog("mariadb", true)
-	sqlText, args := c.BindIDs(c.Get("job.cancel_many"), []int64{3, 5, 9})
+	c, err := newCatalog("mariadb", true)
+	require.NoError(t, err)
+	sqlText, args := c.BindIDs(c.Get(catalog.JobCancelMany), []int64{3, 5, 9})
 	require.Contains(t, sqlText, "id IN (?,?,?)")
 	require.Equal(t, []any{int64(3), int64(5), int64(9)}, args)
-	sqlText, args = c.BindIDs(c.Get("job.claim_update"), []int64{7}, "a", "b")
+	sqlText, args = c.BindIDs(c.Get(catalog.JobClaimUpdate), []int64{7}, "a", "b")
 	require.Contains(t, sqlText, "id IN (?)")
 	require.Equal(t, []any{"a", "b", int64(7)}, args)
-	require.Equal(t, 2, strings.Count(c.BindRows(c.Get("job.insert"), 2), "(?, ?, ?, ?, 'PENDING'"))
+	require.Equal(t, 2, strings.Count(c.BindRows(c.Get(catalog.JobInsert), 2), "(?, ?, ?, ?, 'PENDING'"))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/internal/sqlrows"
@@ -32,7 +33,7 @@ func TestClaimPlan(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
 	drivertest.Migrate(t, drv)
-	claim := drv.Catalog().Get("job.claim_select")
+	claim := drv.Catalog().Get(catalog.JobClaimSelect)
 
 	total := 0
 	for _, pending := range []int{10, 100_000} {

@@ -16,7 +16,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/shell"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
@@ -26,9 +26,7 @@ var migrations embed.FS
 
 // Driver runs the queue on a MySQL or MariaDB pool.
 type Driver struct {
-	db      *sql.DB
-	owned   bool
-	version string
+	shell.Shell
 	mariadb bool
 	// sessionRC: the pool's sessions default to READ COMMITTED, so
 	// transactions need not set it.
@@ -36,7 +34,6 @@ type Driver struct {
 	// isolation of the queue's own transactions; READ COMMITTED unless a
 	// test or the soak asks for another with WithIsolation.
 	isolation sql.IsolationLevel
-	dialect   *sqlexec.Dialect
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -73,7 +70,7 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		cfg.Params = map[string]string{}
 	}
 	name := "transaction_isolation"
-	if d.mariadb && !versionAtLeast(d.version, 11, 1) {
+	if version, _ := d.Version(ctx); d.mariadb && !versionAtLeast(version, 11, 1) {
 		name = "tx_isolation"
 	}
 	cfg.Params[name] = "'READ-COMMITTED'"
@@ -82,7 +79,8 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		return nil, err
 	}
 	db.SetMaxIdleConns(16)
-	d.db, d.owned, d.sessionRC = db, true, true
+	shell.Own(&d.Shell, db, nil)
+	d.sessionRC = true
 	return d, nil
 }
 
@@ -119,15 +117,22 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	if mariadb {
 		flavor = "mariadb"
 	}
-	d := &Driver{db: db, version: version, mariadb: mariadb}
-	d.dialect = &sqlexec.Dialect{
-		// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 does not.
-		Catalog:         newCatalog(flavor, mariadb),
-		InsertReturning: mariadb,
-		BeginTx:         d.beginTx,
-		Classify:        classify,
-		ChunkSize:       500,
+	// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 does not.
+	cat, err := newCatalog(flavor, mariadb)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
 	}
+	d := &Driver{mariadb: mariadb}
+	d.Shell = shell.New(shell.Config{
+		Dialect: "mysql", DB: db, Version: version, Migrations: Migrations(),
+		Exec: &sqlexec.Dialect{
+			Catalog:   cat,
+			BeginTx:   d.beginTx,
+			Classify:  classify,
+			ChunkSize: 500,
+		},
+		BeginSQL: d.beginTx,
+	})
 	return d, nil
 }
 
@@ -196,51 +201,12 @@ func classify(err error) (rowtype.ErrorKind, string) {
 	return rowtype.ErrorOther, code
 }
 
-// Dialect implements driver.Driver.
-func (d *Driver) Dialect() string { return "mysql" }
-
 // MariaDB reports whether the server is MariaDB.
 func (d *Driver) MariaDB() bool { return d.mariadb }
 
-// Catalog implements driver.Driver.
-func (d *Driver) Catalog() *catalog.Catalog { return d.dialect.Catalog }
-
-// Migrations implements driver.Driver.
-func (d *Driver) Migrations() fs.FS { return Migrations() }
-
 // Migrations returns the dialect's embedded schema migrations; it needs no
 // connection (lockstep migrate print uses it).
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		panic(err) // the embedded directory is part of the build
-	}
-	return sub
-}
-
-// DB implements driver.Driver.
-func (d *Driver) DB() *sql.DB { return d.db }
-
-// Executor implements driver.Driver.
-func (d *Driver) Executor() driver.Executor { return sqlexec.New(d.dialect, d.db) }
-
-// Begin implements driver.Driver.
-func (d *Driver) Begin(ctx context.Context) (driver.Tx, error) {
-	tx, err := d.BeginSQL(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sqlexec.NewTx(d.dialect, tx), nil
-}
-
-// BeginSQL implements driver.Driver.
-func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
-	tx, err := d.beginTx(ctx, d.db)
-	if err != nil {
-		return nil, fmt.Errorf("mysql: begin: %w", err)
-	}
-	return tx, nil
-}
+func Migrations() fs.FS { return shell.Migrations(migrations) }
 
 // UnwrapTx implements driver.Driver: it accepts a *sql.Tx.
 func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
@@ -248,27 +214,7 @@ func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
 	if !ok || t == nil {
 		return nil, fmt.Errorf("mysql: transaction must be a *sql.Tx, got %T", tx)
 	}
-	return sqlexec.InTx(d.dialect, sqlexec.SQL(t)), nil
-}
-
-// ClassifyError implements driver.Driver.
-func (d *Driver) ClassifyError(err error) rowtype.ErrorKind {
-	if k := rowtype.KindOf(err); k != rowtype.ErrorOther {
-		return k
-	}
-	k, _ := classify(err)
-	return k
-}
-
-// Version implements driver.Driver.
-func (d *Driver) Version(context.Context) (string, error) { return d.version, nil }
-
-// Close closes the pool if Open made it.
-func (d *Driver) Close() error {
-	if d.owned {
-		return d.db.Close()
-	}
-	return nil
+	return shell.InTx(&d.Shell, sqlexec.SQL(t)), nil
 }
 
 // WithIsolation returns a driver on the same pool whose own transactions run
@@ -278,17 +224,17 @@ func (d *Driver) Close() error {
 // Statements run outside a transaction use the session's level.
 func (d *Driver) WithIsolation(level sql.IsolationLevel) *Driver {
 	cp := *d
-	cp.isolation, cp.owned = level, false
+	cp.isolation = level
+	cp.Shell = shell.Derive(d.Shell, func(c *shell.Config) { c.BeginSQL = cp.beginTx })
 	return &cp
 }
 
 // WithChunkSize returns a driver on the same pool whose multi-row writes
-// (cancel, heartbeat) name at most n ids per statement; n = 1 is the second
-// seed's one row at a time. The lock order is the same for every n.
+// (cancel, heartbeat) name at most n ids per statement; n = 1 writes one
+// row per statement, as the fix in the measured write-up of the
+// claim/cancel deadlock does. The lock order is the same for every n.
 func (d *Driver) WithChunkSize(n int) *Driver {
 	cp := *d
-	dialect := *d.dialect
-	dialect.ChunkSize = max(n, 1)
-	cp.dialect, cp.owned = &dialect, false
+	cp.Shell = shell.Derive(d.Shell, func(c *shell.Config) { c.Exec.ChunkSize = max(n, 1) })
 	return &cp
 }

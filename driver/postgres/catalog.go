@@ -11,7 +11,7 @@ import (
 // are locked in the order a plan visits them (a bitmap scan visits them in
 // physical order), so every multi-row UPDATE is preceded by job.lock_ids,
 // which locks the ids ORDER BY id.
-func newCatalog() *catalog.Catalog {
+func newCatalog() (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
 		catalog.RunsPrimary:     "lockstep_runs_pkey",
 		catalog.JobsPrimary:     "lockstep_jobs_pkey",
@@ -26,9 +26,13 @@ func newCatalog() *catalog.Catalog {
 	const queues = "lockstep_queues"
 	const micro = "::bigint * interval '1 microsecond'"
 	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
-	return catalog.MustNew("postgres", true, indexNames,
+	spec := catalog.Spec{
+		Dialect: "postgres", ArrayParams: true, IndexNames: indexNames,
+		Capabilities: catalog.Capabilities{OneStatementClaim: true, LockIDsFirst: true, Notify: true},
+	}
+	return catalog.New(spec,
 		catalog.Statement{
-			Name: "job.insert", Table: jobs,
+			Name: catalog.JobInsert, Table: jobs, Returning: true,
 			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata)" +
 				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, 'PENDING', u.priority, u.max_attempts, COALESCE(u.available_at, now()), u.metadata::jsonb" +
 				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::timestamptz[], $8::text[])" +
@@ -39,7 +43,7 @@ func newCatalog() *catalog.Catalog {
 			// the first to commit (or roll back), then does nothing (or
 			// inserts): no error, no deadlock; no row returned means a
 			// duplicate.
-			Name: "job.insert_unique", Table: jobs, Returning: true,
+			Name: catalog.JobInsertUnique, Table: jobs, Returning: true,
 			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states)" +
 				" VALUES (NULLIF($1::bigint, 0), $2, $3, $4::text::jsonb, 'PENDING', $5, $6, COALESCE($7::timestamptz, now()), $8::text::jsonb, $9, $10)" +
 				" ON CONFLICT DO NOTHING RETURNING id",
@@ -47,7 +51,7 @@ func newCatalog() *catalog.Catalog {
 		catalog.Statement{
 			// The job holding a key, through the partial unique index (the
 			// query repeats its predicate so the planner may use it).
-			Name: "job.id_by_unique_key", Table: jobs, Finds: catalog.JobsUnique,
+			Name: catalog.JobIDByUniqueKey, Table: jobs, Finds: catalog.JobsUnique,
 			SQL: "SELECT id FROM lockstep_jobs WHERE unique_key = $1 AND unique_key IS NOT NULL AND " + sqlexec.UniqueHeld,
 		},
 		catalog.Statement{
@@ -56,31 +60,31 @@ func newCatalog() *catalog.Catalog {
 			// delivered on commit only. It reads no table and takes no row
 			// lock; PostgreSQL serialises the commits of notifying
 			// transactions, which is why the executor paces it.
-			Name: "job.notify",
+			Name: catalog.JobNotify,
 			SQL:  "SELECT pg_notify('" + WakeChannel + "', q) FROM unnest($1::text[]) AS u(q)",
 		},
 		catalog.Statement{
 			// The listener's subscription, on a connection outside the pool.
-			Name: "job.listen",
+			Name: catalog.JobListen,
 			SQL:  "LISTEN " + WakeChannel,
 		},
 		catalog.Statement{
-			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			Name: catalog.RunLockShared, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "SELECT status FROM lockstep_runs WHERE id = $1 FOR SHARE",
 		},
 		catalog.Statement{
-			Name: "job.claim", Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
+			Name: catalog.JobClaim, Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
 			SQL: "WITH picked AS (SELECT id FROM lockstep_jobs WHERE queue = $1 AND status = 'PENDING' AND available_at <= now()" +
 				" ORDER BY priority, available_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)" +
 				" UPDATE lockstep_jobs j SET status = 'RUNNING', attempts = j.attempts + 1, started_at = now(), heartbeat_at = now()" +
 				" FROM picked WHERE j.id = picked.id RETURNING " + jcols,
 		},
 		catalog.Statement{
-			Name: "job.lock_ids", Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			Name: catalog.JobLockIDs, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
 			SQL: "SELECT id FROM lockstep_jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE",
 		},
 		catalog.Statement{
-			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishDone, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'DONE', output = $1::text::jsonb, finished_at = now(), heartbeat_at = now() WHERE id = $2 AND status = 'RUNNING' AND attempts = $3",
 		},
 		catalog.Statement{
@@ -88,195 +92,195 @@ func newCatalog() *catalog.Catalog {
 			// statement and its own transaction: the CTE locks the rows
 			// ORDER BY id (as job.lock_ids does), the UPDATE writes those
 			// still RUNNING at that attempt and returns their ids.
-			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true, Returning: true,
+			Name: catalog.JobFinishDoneMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true, Returning: true,
 			SQL: "WITH locked AS (SELECT id FROM lockstep_jobs WHERE id = ANY($2) ORDER BY id FOR UPDATE)" +
 				" UPDATE lockstep_jobs j SET status = 'DONE', finished_at = now(), heartbeat_at = now() FROM locked" +
 				" WHERE j.id = locked.id AND j.attempts = $1 AND j.status = 'RUNNING' RETURNING j.id",
 		},
 		catalog.Statement{
-			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishFailed, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = now(), heartbeat_at = now(), last_error = $1, error_history = error_history || $2::text::jsonb" +
 				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4",
 		},
 		catalog.Statement{
-			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', heartbeat_at = now(), available_at = now() + $1" + micro + ", last_error = $2, error_history = error_history || $3::text::jsonb" +
 				" WHERE id = $4 AND status = 'RUNNING' AND attempts = $5",
 		},
 		catalog.Statement{
-			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishSnooze, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', heartbeat_at = now(), available_at = now() + $1" + micro + ", max_attempts = max_attempts + 1" +
 				" WHERE id = $2 AND status = 'RUNNING' AND attempts = $3",
 		},
 		catalog.Statement{
-			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			Name: catalog.JobHeartbeat, Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
 			SQL: "UPDATE lockstep_jobs SET heartbeat_at = now() WHERE id = ANY($1) AND status = 'RUNNING'",
 		},
 		catalog.Statement{
-			Name: "job.state_many", Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			Name: catalog.JobStateMany, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
 			SQL: "SELECT id, status, attempts FROM lockstep_jobs WHERE id = ANY($1)",
 		},
 		catalog.Statement{
-			Name: "job.reap_select", Table: jobs, Finds: catalog.JobsHeartbeat,
+			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
 			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < now() - $1" + micro +
 				" ORDER BY heartbeat_at, id LIMIT $2",
 		},
 		catalog.Statement{
-			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobReap, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = now(), heartbeat_at = now()," +
 				" finished_at = CASE WHEN attempts >= max_attempts THEN now() END, last_error = $1, error_history = error_history || $2::text::jsonb" +
 				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4 AND heartbeat_at < now() - $5" + micro,
 		},
 		catalog.Statement{
-			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
-			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = ANY($1) AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
-			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = $1 AND status IN ('PENDING', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
-			Name: "job.get", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id = $1",
 		},
 		catalog.Statement{
-			Name: "job.list", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobList, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id > $1 AND ($2 = '' OR status = $3) ORDER BY id LIMIT $4",
 		},
 		catalog.Statement{
-			Name: "job.list_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobListByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = $1 AND id > $2 AND ($3 = '' OR status = $4) ORDER BY id LIMIT $5",
 		},
 		catalog.Statement{
-			Name: "run.insert", Table: "lockstep_runs",
+			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: true,
 			SQL: "INSERT INTO lockstep_runs (name, status, metadata) VALUES ($1, 'ACTIVE', $2::text::jsonb) RETURNING id",
 		},
 		catalog.Statement{
-			Name: "run.get", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			Name: catalog.RunGet, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
 			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id = $1",
 		},
 		catalog.Statement{
-			Name: "run.counts", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.RunCounts, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT status, COUNT(*) FROM lockstep_jobs WHERE run_id = $1 GROUP BY status",
 		},
 		catalog.Statement{
-			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			Name: catalog.RunCancel, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "UPDATE lockstep_runs SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, now()) WHERE id = $1",
 		},
 		catalog.Statement{
-			Name: "job.retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = now(), heartbeat_at = now(), finished_at = NULL," +
 				" max_attempts = GREATEST(max_attempts, attempts + 1) WHERE id = $1 AND status = 'FAILED'",
 		},
 		catalog.Statement{
-			Name: "job.page_floor", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobPageFloor, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs WHERE id < $1 ORDER BY id DESC LIMIT $2) w",
 		},
 		catalog.Statement{
-			Name: "job.page", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobPage, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id < $1 AND id >= $2" +
 				" AND ($3 = '' OR status = $4) AND ($5 = '' OR queue = $6) AND ($7 = '' OR kind = $8) ORDER BY id DESC LIMIT $9",
 		},
 		catalog.Statement{
-			Name: "job.page_floor_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobPageFloorByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs WHERE run_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) w",
 		},
 		catalog.Statement{
-			Name: "job.page_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobPageByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = $1 AND id < $2 AND id >= $3" +
 				" AND ($4 = '' OR status = $5) AND ($6 = '' OR queue = $7) AND ($8 = '' OR kind = $9) ORDER BY id DESC LIMIT $10",
 		},
 		catalog.Statement{
-			Name: "run.list", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			Name: catalog.RunList, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
 			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id < $1 ORDER BY id DESC LIMIT $2",
 		},
 		catalog.Statement{
-			Name: "run.counts_bounded", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.RunCountsBounded, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT status, COUNT(*) FROM (SELECT status FROM lockstep_jobs WHERE run_id = $1 ORDER BY id LIMIT $2) w GROUP BY status",
 		},
 		catalog.Statement{
 			// A skip scan by recursion: one index probe per queue, where
 			// DISTINCT would read every index entry.
-			Name: "queue.list", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueList, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "WITH RECURSIVE q AS (SELECT MIN(queue) AS queue FROM lockstep_jobs" +
 				" UNION ALL SELECT (SELECT MIN(j.queue) FROM lockstep_jobs j WHERE j.queue > q.queue) FROM q WHERE q.queue IS NOT NULL)" +
 				" SELECT queue FROM q WHERE queue IS NOT NULL LIMIT $1",
 		},
 		catalog.Statement{
-			Name: "queue.count", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueCount, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs WHERE queue = $1 AND status = $2 LIMIT $3) w",
 		},
 		catalog.Statement{
-			Name: "queue.finished", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueFinished, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs WHERE queue = $1 AND status = $2 AND heartbeat_at >= now() - $3" + micro + " LIMIT $4) w",
 		},
 		// Retention: the old jobs of one final status in one queue, oldest
 		// first, read without locks; then locked by primary key in id
 		// order, checked again, and deleted by primary key.
 		catalog.Statement{
-			Name: "job.prune_select", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.JobPruneSelect, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT id FROM lockstep_jobs WHERE queue = $1 AND status = $2 AND heartbeat_at < now() - $3" + micro + " ORDER BY heartbeat_at LIMIT $4",
 		},
 		catalog.Statement{
-			Name: "job.prune_lock", Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			Name: catalog.JobPruneLock, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
 			SQL: "SELECT id FROM lockstep_jobs WHERE status = $1 AND heartbeat_at < now() - $2" + micro + " AND id = ANY($3) ORDER BY id FOR UPDATE",
 		},
 		catalog.Statement{
-			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
+			Name: catalog.JobDeleteMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
 			SQL: "DELETE FROM lockstep_jobs WHERE id = ANY($1)",
 		},
 		// Queue settings: one row per queue, upserted by primary key in
 		// a statement of its own, never in a transaction with a job or run.
 		catalog.Statement{
-			Name: "queue.settings_list", Table: queues,
+			Name: catalog.QueueSettingsList, Table: queues,
 			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
 		},
 		catalog.Statement{
-			Name: "queue.pause", Table: queues, Locks: true,
+			Name: catalog.QueuePause, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES ($1, now(), now())" +
 				" ON CONFLICT (name) DO UPDATE SET paused_at = COALESCE(lockstep_queues.paused_at, now()), updated_at = now()",
 		},
 		catalog.Statement{
-			Name: "queue.resume", Table: queues, Locks: true,
+			Name: catalog.QueueResume, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES ($1, NULL, now())" +
 				" ON CONFLICT (name) DO UPDATE SET paused_at = NULL, updated_at = now()",
 		},
 		catalog.Statement{
-			Name: "queue.set_max_workers", Table: queues, Locks: true,
+			Name: catalog.QueueSetMaxWorkers, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, max_workers, updated_at) VALUES ($1, $2, now())" +
 				" ON CONFLICT (name) DO UPDATE SET max_workers = EXCLUDED.max_workers, updated_at = now()",
 		},
 		catalog.Statement{
-			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
+			Name: catalog.QueueOldest, Table: jobs, Finds: catalog.JobsClaim,
 			SQL: "SELECT MIN(available_at), now(), COUNT(*) FROM (SELECT available_at FROM lockstep_jobs" +
 				" WHERE queue = $1 AND status = 'PENDING' AND available_at <= now() ORDER BY priority, available_at, id LIMIT $2) w",
 		},
 		catalog.Statement{
-			Name: "migration.create_table", Table: "lockstep_migrations",
+			Name: catalog.MigrationCreateTable, Table: "lockstep_migrations",
 			SQL: "CREATE TABLE IF NOT EXISTS lockstep_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)",
 		},
 		catalog.Statement{
-			Name: "migration.list", Table: "lockstep_migrations",
+			Name: catalog.MigrationList, Table: "lockstep_migrations",
 			SQL: "SELECT version, name, applied_at FROM lockstep_migrations ORDER BY version",
 		},
 		catalog.Statement{
-			Name: "migration.insert", Table: "lockstep_migrations",
+			Name: catalog.MigrationInsert, Table: "lockstep_migrations",
 			SQL: "INSERT INTO lockstep_migrations (version, name, applied_at) VALUES ($1, $2, now())",
 		},
 		catalog.Statement{
-			Name: "migration.delete", Table: "lockstep_migrations",
+			Name: catalog.MigrationDelete, Table: "lockstep_migrations",
 			SQL: "DELETE FROM lockstep_migrations WHERE version = $1",
 		},
 		catalog.Statement{
-			Name: "server.version", SQL: "SHOW server_version",
+			Name: catalog.ServerVersion, SQL: "SHOW server_version",
 		},
 	)
 }
 
 // Catalog returns the statement catalogue the driver uses, without a
 // connection: for documentation and offline audits of the lock order.
-func Catalog() *catalog.Catalog { return newCatalog() }
+func Catalog() *catalog.Catalog { return catalog.Must(newCatalog()) }

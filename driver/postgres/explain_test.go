@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
@@ -34,7 +35,7 @@ func TestClaimPlan(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
 	drivertest.Migrate(t, drv)
-	claim := drv.Catalog().Get("job.claim")
+	claim := drv.Catalog().Get(catalog.JobClaim)
 
 	total := 0
 	for _, pending := range []int{10, 100_000} {

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/shell"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 )
 
@@ -45,9 +47,7 @@ func (d *Driver) WithNotifyCooldown(cooldown time.Duration) *Driver {
 
 func (d *Driver) withWake(w *sqlexec.Wake) *Driver {
 	cp := *d
-	dialect := *d.dialect
-	dialect.Wake = w
-	cp.dialect, cp.owned = &dialect, false
+	cp.Shell = shell.Derive(d.Shell, func(c *shell.Config) { c.Exec.Wake = w })
 	return &cp
 }
 
@@ -70,7 +70,7 @@ func (d *Driver) Listen(ctx context.Context) (driver.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: listen: connect: %w", err)
 	}
-	if _, err := conn.Exec(ctx, d.dialect.Catalog.Get("job.listen").SQL); err != nil {
+	if _, err := conn.Exec(ctx, d.Catalog().Get(catalog.JobListen).SQL); err != nil {
 		_ = conn.Close(context.Background())
 		return nil, fmt.Errorf("postgres: listen: %w", err)
 	}
@@ -83,7 +83,7 @@ func (d *Driver) connConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 	if d.pool != nil {
 		return d.pool.Config().ConnConfig.Copy(), nil
 	}
-	c, err := d.db.Conn(ctx)
+	c, err := d.DB().Conn(ctx)
 	if err != nil {
 		return nil, err
 	}

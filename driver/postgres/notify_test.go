@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/internal/clienttest"
@@ -36,7 +37,7 @@ func listenerPIDs(t *testing.T, d *postgres.Driver) []int64 {
 	t.Helper()
 	rows, err := d.DB().Query(`SELECT pid FROM pg_stat_activity
 		WHERE datname = current_database() AND state = 'idle' AND query = $1 ORDER BY pid`,
-		d.Catalog().Get("job.listen").SQL)
+		d.Catalog().Get(catalog.JobListen).SQL)
 	require.NoError(t, err)
 	defer rows.Close()
 	var pids []int64

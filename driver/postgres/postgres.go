@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/shell"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
@@ -30,11 +30,8 @@ var migrations embed.FS
 
 // Driver runs the queue on PostgreSQL.
 type Driver struct {
-	db      *sql.DB
-	pool    *pgxpool.Pool // nil when built from a *sql.DB
-	owned   bool
-	version string
-	dialect *sqlexec.Dialect
+	shell.Shell
+	pool *pgxpool.Pool // nil when built from a *sql.DB
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -63,7 +60,7 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		pool.Close()
 		return nil, err
 	}
-	d.owned = true
+	shell.Own(&d.Shell, d.DB(), pool.Close)
 	return d, nil
 }
 
@@ -93,16 +90,28 @@ func NewDB(ctx context.Context, db *sql.DB) (*Driver, error) {
 	if err := CheckVersion(version); err != nil {
 		return nil, err
 	}
-	d := &Driver{db: db, version: version}
-	d.dialect = &sqlexec.Dialect{
-		Catalog:         newCatalog(),
-		InsertReturning: true,
-		ColumnarInsert:  columnarInsert,
-		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
-		Classify:        classify,
-		ChunkSize:       1000,
-		Wake:            sqlexec.NewWake(DefaultNotifyCooldown),
+	cat, err := newCatalog()
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	d := &Driver{}
+	d.Shell = shell.New(shell.Config{
+		Dialect: "postgres", DB: db, Version: version, Migrations: Migrations(),
+		Exec: &sqlexec.Dialect{
+			Catalog:        cat,
+			ColumnarInsert: columnarInsert,
+			BeginTx:        func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
+			Classify:       classify,
+			ChunkSize:      1000,
+			Wake:           sqlexec.NewWake(DefaultNotifyCooldown),
+		},
+		// READ COMMITTED is PostgreSQL's default, and asked for all the same:
+		// a caller's transaction is READ COMMITTED whatever the server's
+		// default_transaction_isolation says.
+		BeginSQL: func(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+			return db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		},
+	})
 	return d, nil
 }
 
@@ -199,89 +208,26 @@ func classify(err error) (rowtype.ErrorKind, string) {
 	return rowtype.ErrorOther, pe.Code
 }
 
-// Dialect implements driver.Driver.
-func (d *Driver) Dialect() string { return "postgres" }
-
-// Catalog implements driver.Driver.
-func (d *Driver) Catalog() *catalog.Catalog { return d.dialect.Catalog }
-
-// Migrations implements driver.Driver.
-func (d *Driver) Migrations() fs.FS { return Migrations() }
-
 // Migrations returns the dialect's embedded schema migrations; it needs no
 // connection (lockstep migrate print uses it).
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		panic(err) // the embedded directory is part of the build
-	}
-	return sub
-}
-
-// DB implements driver.Driver.
-func (d *Driver) DB() *sql.DB { return d.db }
+func Migrations() fs.FS { return shell.Migrations(migrations) }
 
 // Pool is the pgx pool, or nil when the driver was built from a *sql.DB.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
-
-// Executor implements driver.Driver.
-func (d *Driver) Executor() driver.Executor { return sqlexec.New(d.dialect, d.db) }
-
-// Begin implements driver.Driver.
-func (d *Driver) Begin(ctx context.Context) (driver.Tx, error) {
-	tx, err := d.BeginSQL(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sqlexec.NewTx(d.dialect, tx), nil
-}
-
-// BeginSQL implements driver.Driver. READ COMMITTED is PostgreSQL's default.
-func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
-	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: begin: %w", err)
-	}
-	return tx, nil
-}
 
 // UnwrapTx implements driver.Driver: it accepts a *sql.Tx or a pgx.Tx.
 func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
 	switch t := tx.(type) {
 	case *sql.Tx:
 		if t != nil {
-			return sqlexec.InTx(d.dialect, sqlexec.SQL(t)), nil
+			return shell.InTx(&d.Shell, sqlexec.SQL(t)), nil
 		}
 	case pgx.Tx:
 		if t != nil {
-			return sqlexec.InTx(d.dialect, pgxQuerier{t}), nil
+			return shell.InTx(&d.Shell, pgxQuerier{t}), nil
 		}
 	}
 	return nil, fmt.Errorf("postgres: transaction must be a *sql.Tx or pgx.Tx, got %T", tx)
-}
-
-// ClassifyError implements driver.Driver.
-func (d *Driver) ClassifyError(err error) rowtype.ErrorKind {
-	if k := rowtype.KindOf(err); k != rowtype.ErrorOther {
-		return k
-	}
-	k, _ := classify(err)
-	return k
-}
-
-// Version implements driver.Driver.
-func (d *Driver) Version(context.Context) (string, error) { return d.version, nil }
-
-// Close closes the pool if Open made it.
-func (d *Driver) Close() error {
-	if !d.owned {
-		return nil
-	}
-	err := d.db.Close()
-	if d.pool != nil {
-		d.pool.Close()
-	}
-	return err
 }
 
 // pgxQuerier runs statements on a pgx transaction the caller owns.
@@ -308,12 +254,11 @@ type pgxRows struct{ pgx.Rows }
 func (r pgxRows) Close() error { r.Rows.Close(); return r.Rows.Err() }
 
 // WithChunkSize returns a driver on the same pool whose multi-row writes
-// (cancel, heartbeat) name at most n ids per statement; n = 1 is the second
-// seed's one row at a time. The lock order is the same for every n.
+// (cancel, heartbeat) name at most n ids per statement; n = 1 writes one
+// row per statement, as the fix in the measured write-up of the
+// claim/cancel deadlock does. The lock order is the same for every n.
 func (d *Driver) WithChunkSize(n int) *Driver {
 	cp := *d
-	dialect := *d.dialect
-	dialect.ChunkSize = max(n, 1)
-	cp.dialect, cp.owned = &dialect, false
+	cp.Shell = shell.Derive(d.Shell, func(c *shell.Config) { c.Exec.ChunkSize = max(n, 1) })
 	return &cp
 }

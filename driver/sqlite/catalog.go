@@ -13,7 +13,7 @@ const plus = "strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', ? / 1
 // newCatalog declares every statement the queue issues on SQLite. SQLite has
 // one writer at a time (BEGIN IMMEDIATE), so there is no lock order to get
 // wrong; the statements still find rows the same way as on the servers.
-func newCatalog() *catalog.Catalog {
+func newCatalog() (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
 		catalog.RunsPrimary:     "PRIMARY",
 		catalog.JobsPrimary:     "PRIMARY",
@@ -32,155 +32,160 @@ func newCatalog() *catalog.Catalog {
 	// empty parameter matches every row.
 	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
 	const history = "error_history = json_insert(error_history, '$[#]', json(json_extract(?, '$[0]')))"
-	return catalog.MustNew("sqlite", false, indexNames,
+	// One writer at a time: no row lock to order, so no locking reads.
+	spec := catalog.Spec{
+		Dialect: "sqlite", IndexNames: indexNames,
+		Capabilities: catalog.Capabilities{OneStatementClaim: true},
+	}
+	return catalog.New(spec,
 		catalog.Statement{
-			Name: "job.insert", Table: jobs, Rows: true,
+			Name: catalog.JobInsert, Table: jobs, Rows: true, Returning: true,
 			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata) VALUES {rows} RETURNING id",
 			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?)",
 		},
 		catalog.Statement{
 			// One unique job; a duplicate inserts nothing and returns no row.
-			Name: "job.insert_unique", Table: jobs, Returning: true,
+			Name: catalog.JobInsertUnique, Table: jobs, Returning: true,
 			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states)" +
 				" VALUES (?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
 		},
 		catalog.Statement{
-			Name: "job.id_by_unique_key", Table: jobs, Finds: catalog.JobsUnique,
+			Name: catalog.JobIDByUniqueKey, Table: jobs, Finds: catalog.JobsUnique,
 			SQL: "SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_unique WHERE unique_key = ? AND unique_key IS NOT NULL AND " + sqlexec.UniqueHeld,
 		},
 		catalog.Statement{
-			Name: "run.lock_shared", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			Name: catalog.RunLockShared, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
 			SQL: "SELECT status FROM lockstep_runs WHERE id = ?",
 		},
 		catalog.Statement{
-			Name: "job.claim", Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
+			Name: catalog.JobClaim, Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'RUNNING', attempts = attempts + 1, started_at = " + now + ", heartbeat_at = " + now +
 				" WHERE id IN (SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_claim WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now +
 				" ORDER BY priority, available_at, id LIMIT ?) RETURNING " + sqlexec.JobColumns,
 		},
 		catalog.Statement{
-			Name: "job.finish_done", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishDone, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'DONE', output = ?, finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
 			// The batched DONE of many attempts of one attempt number.
-			Name: "job.finish_done_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true, Returning: true,
+			Name: catalog.JobFinishDoneMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true, Returning: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'DONE', finished_at = " + now + ", heartbeat_at = " + now + " WHERE attempts = ? AND status = 'RUNNING' AND id IN ({ids}) RETURNING id",
 		},
 		catalog.Statement{
-			Name: "job.finish_failed", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishFailed, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'FAILED', finished_at = " + now + ", heartbeat_at = " + now + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
-			Name: "job.finish_retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', heartbeat_at = " + now + ", available_at = " + plus + ", last_error = ?, " + history + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
-			Name: "job.finish_snooze", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobFinishSnooze, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', heartbeat_at = " + now + ", available_at = " + plus + ", max_attempts = max_attempts + 1 WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},
 		catalog.Statement{
-			Name: "job.heartbeat", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
+			Name: catalog.JobHeartbeat, Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsHeartbeat, catalog.JobsQueueStatus}, Locks: true, IDList: true,
 			SQL: "UPDATE lockstep_jobs SET heartbeat_at = " + now + " WHERE id IN ({ids}) AND status = 'RUNNING'",
 		},
 		catalog.Statement{
-			Name: "job.state_many", Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			Name: catalog.JobStateMany, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
 			SQL: "SELECT id, status, attempts FROM lockstep_jobs WHERE id IN ({ids})",
 		},
 		catalog.Statement{
-			Name: "job.reap_select", Table: jobs, Finds: catalog.JobsHeartbeat,
+			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
 			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < " +
 				"strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "job.reap", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobReap, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = " + now + ", heartbeat_at = " + now +
 				", finished_at = CASE WHEN attempts >= max_attempts THEN " + now + " END, last_error = ?, " + history +
 				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0))",
 		},
 		catalog.Statement{
-			Name: "job.cancel", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
-			Name: "job.cancel_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
-			Name: "job.ids_live_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = ? AND status IN ('PENDING', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
-			Name: "job.get", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id = ?",
 		},
 		catalog.Statement{
-			Name: "job.list", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobList, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "job.list_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobListByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = ? AND id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "run.insert", Table: "lockstep_runs",
+			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: true,
 			SQL: "INSERT INTO lockstep_runs (name, status, metadata) VALUES (?, 'ACTIVE', ?) RETURNING id",
 		},
 		catalog.Statement{
-			Name: "run.get", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			Name: catalog.RunGet, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
 			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id = ?",
 		},
 		catalog.Statement{
-			Name: "run.counts", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.RunCounts, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT status, COUNT(*) FROM lockstep_jobs WHERE run_id = ? GROUP BY status",
 		},
 		catalog.Statement{
-			Name: "run.cancel", Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			Name: catalog.RunCancel, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
 			SQL: "UPDATE lockstep_runs SET status = 'CANCELLED', cancelled_at = COALESCE(cancelled_at, " + now + ") WHERE id = ?",
 		},
 		catalog.Statement{
-			Name: "job.retry", Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			Name: catalog.JobRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL," +
 				" max_attempts = MAX(max_attempts, attempts + 1) WHERE id = ? AND status = 'FAILED'",
 		},
 		catalog.Statement{
-			Name: "job.page_floor", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobPageFloor, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs WHERE id < ? ORDER BY id DESC LIMIT ?) w",
 		},
 		catalog.Statement{
-			Name: "job.page", Table: jobs, Finds: catalog.JobsPrimary,
+			Name: catalog.JobPage, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "job.page_floor_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobPageFloorByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT COUNT(*), COALESCE(MIN(id), 0) FROM (SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_run WHERE run_id = ? AND id < ? ORDER BY id DESC LIMIT ?) w",
 		},
 		catalog.Statement{
-			Name: "job.page_by_run", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.JobPageByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs INDEXED BY lockstep_jobs_run WHERE run_id = ? AND id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "run.list", Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			Name: catalog.RunList, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
 			SQL: "SELECT " + sqlexec.RunColumns + " FROM lockstep_runs WHERE id < ? ORDER BY id DESC LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "run.counts_bounded", Table: jobs, Finds: catalog.JobsRun,
+			Name: catalog.RunCountsBounded, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT status, COUNT(*) FROM (SELECT status FROM lockstep_jobs INDEXED BY lockstep_jobs_run WHERE run_id = ? ORDER BY id LIMIT ?) w GROUP BY status",
 		},
 		catalog.Statement{
 			// A skip scan by recursion: one index probe per queue, where
 			// DISTINCT would read every index entry.
-			Name: "queue.list", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueList, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "WITH RECURSIVE q(queue) AS (SELECT MIN(queue) FROM lockstep_jobs" +
 				" UNION ALL SELECT (SELECT MIN(j.queue) FROM lockstep_jobs j WHERE j.queue > q.queue) FROM q WHERE q.queue IS NOT NULL)" +
 				" SELECT queue FROM q WHERE queue IS NOT NULL LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "queue.count", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueCount, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs INDEXED BY lockstep_jobs_queue_status WHERE queue = ? AND status = ? LIMIT ?) w",
 		},
 		catalog.Statement{
-			Name: "queue.finished", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.QueueFinished, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT COUNT(*) FROM (SELECT 1 FROM lockstep_jobs INDEXED BY lockstep_jobs_queue_status WHERE queue = ? AND status = ?" +
 				" AND heartbeat_at >= strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) LIMIT ?) w",
 		},
@@ -188,66 +193,66 @@ func newCatalog() *catalog.Catalog {
 		// first; then checked again by primary key and deleted by primary
 		// key, in the same write transaction.
 		catalog.Statement{
-			Name: "job.prune_select", Table: jobs, Finds: catalog.JobsQueueStatus,
+			Name: catalog.JobPruneSelect, Table: jobs, Finds: catalog.JobsQueueStatus,
 			SQL: "SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_queue_status WHERE queue = ? AND status = ?" +
 				" AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) ORDER BY heartbeat_at LIMIT ?",
 		},
 		catalog.Statement{
-			Name: "job.prune_lock", Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			Name: catalog.JobPruneLock, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
 			SQL: "SELECT id FROM lockstep_jobs WHERE status = ?" +
 				" AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) AND id IN ({ids}) ORDER BY id",
 		},
 		catalog.Statement{
-			Name: "job.delete_many", Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
+			Name: catalog.JobDeleteMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: []catalog.Index{catalog.JobsClaim, catalog.JobsRun, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}, Locks: true, IDList: true,
 			SQL: "DELETE FROM lockstep_jobs WHERE id IN ({ids})",
 		},
 		// Queue settings: one row per queue, upserted by primary key.
 		catalog.Statement{
-			Name: "queue.settings_list", Table: queues,
+			Name: catalog.QueueSettingsList, Table: queues,
 			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
 		},
 		catalog.Statement{
-			Name: "queue.pause", Table: queues, Locks: true,
+			Name: catalog.QueuePause, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES (?, " + now + ", " + now + ")" +
 				" ON CONFLICT (name) DO UPDATE SET paused_at = COALESCE(paused_at, " + now + "), updated_at = " + now,
 		},
 		catalog.Statement{
-			Name: "queue.resume", Table: queues, Locks: true,
+			Name: catalog.QueueResume, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, paused_at, updated_at) VALUES (?, NULL, " + now + ")" +
 				" ON CONFLICT (name) DO UPDATE SET paused_at = NULL, updated_at = " + now,
 		},
 		catalog.Statement{
-			Name: "queue.set_max_workers", Table: queues, Locks: true,
+			Name: catalog.QueueSetMaxWorkers, Table: queues, Locks: true,
 			SQL: "INSERT INTO lockstep_queues (name, max_workers, updated_at) VALUES (?, ?, " + now + ")" +
 				" ON CONFLICT (name) DO UPDATE SET max_workers = excluded.max_workers, updated_at = " + now,
 		},
 		catalog.Statement{
-			Name: "queue.oldest", Table: jobs, Finds: catalog.JobsClaim,
+			Name: catalog.QueueOldest, Table: jobs, Finds: catalog.JobsClaim,
 			SQL: "SELECT MIN(available_at), " + now + ", COUNT(*) FROM (SELECT available_at FROM lockstep_jobs INDEXED BY lockstep_jobs_claim" +
 				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now + " ORDER BY priority, available_at, id LIMIT ?) w",
 		},
 		catalog.Statement{
-			Name: "migration.create_table", Table: "lockstep_migrations",
+			Name: catalog.MigrationCreateTable, Table: "lockstep_migrations",
 			SQL: "CREATE TABLE IF NOT EXISTS lockstep_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
 		},
 		catalog.Statement{
-			Name: "migration.list", Table: "lockstep_migrations",
+			Name: catalog.MigrationList, Table: "lockstep_migrations",
 			SQL: "SELECT version, name, applied_at FROM lockstep_migrations ORDER BY version",
 		},
 		catalog.Statement{
-			Name: "migration.insert", Table: "lockstep_migrations",
+			Name: catalog.MigrationInsert, Table: "lockstep_migrations",
 			SQL: "INSERT INTO lockstep_migrations (version, name, applied_at) VALUES (?, ?, " + now + ")",
 		},
 		catalog.Statement{
-			Name: "migration.delete", Table: "lockstep_migrations",
+			Name: catalog.MigrationDelete, Table: "lockstep_migrations",
 			SQL: "DELETE FROM lockstep_migrations WHERE version = ?",
 		},
 		catalog.Statement{
-			Name: "server.version", SQL: "SELECT sqlite_version()",
+			Name: catalog.ServerVersion, SQL: "SELECT sqlite_version()",
 		},
 	)
 }
 
 // Catalog returns the statement catalogue the driver uses, without a
 // connection: for documentation and offline audits.
-func Catalog() *catalog.Catalog { return newCatalog() }
+func Catalog() *catalog.Catalog { return catalog.Must(newCatalog()) }

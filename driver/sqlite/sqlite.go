@@ -19,7 +19,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/driver/internal/shell"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
@@ -29,10 +29,7 @@ var migrations embed.FS
 
 // Driver runs the queue on an SQLite database file.
 type Driver struct {
-	db      *sql.DB
-	owned   bool
-	version string
-	dialect *sqlexec.Dialect
+	shell.Shell
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -68,7 +65,7 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	d.owned = true
+	shell.Own(&d.Shell, db, nil)
 	return d, nil
 }
 
@@ -79,17 +76,38 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	if err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	d := &Driver{db: db, version: version}
-	d.dialect = &sqlexec.Dialect{
-		Catalog:         newCatalog(),
-		InsertReturning: true,
-		TimeArg:         func(t time.Time) any { return t.UTC().Format(sqlexec.TimeLayout) },
-		BeginTx:         func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
-		Classify:        classify,
-		// SQLite allows 32766 parameters per statement.
-		ChunkSize: 500,
+	cat, err := newCatalog()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	d := &Driver{}
+	d.Shell = shell.New(shell.Config{
+		Dialect: "sqlite", DB: db, Version: version, Migrations: Migrations(),
+		Exec: &sqlexec.Dialect{
+			Catalog:  cat,
+			TimeArg:  func(t time.Time) any { return t.UTC().Format(sqlexec.TimeLayout) },
+			BeginTx:  func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
+			Classify: classify,
+			// SQLite allows 32766 parameters per statement.
+			ChunkSize: 500,
+		},
+		BeginSQL: beginSQL,
+	})
 	return d, nil
+}
+
+// beginSQL opens a caller's transaction (BEGIN IMMEDIATE, by the pool's
+// _txlock). BEGIN IMMEDIATE takes the write lock, so it is where a busy
+// database shows: the error says so by kind, for the caller to retry.
+func beginSQL(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		if kind, code := classify(err); kind != rowtype.ErrorOther {
+			return nil, &rowtype.DBError{Kind: kind, Code: code, Err: err}
+		}
+		return nil, err
+	}
+	return tx, nil
 }
 
 func classify(err error) (rowtype.ErrorKind, string) {
@@ -109,55 +127,9 @@ func classify(err error) (rowtype.ErrorKind, string) {
 	return rowtype.ErrorOther, strconv.Itoa(code)
 }
 
-// Dialect implements driver.Driver.
-func (d *Driver) Dialect() string { return "sqlite" }
-
-// Catalog implements driver.Driver.
-func (d *Driver) Catalog() *catalog.Catalog { return d.dialect.Catalog }
-
-// Migrations implements driver.Driver.
-func (d *Driver) Migrations() fs.FS { return Migrations() }
-
 // Migrations returns the dialect's embedded schema migrations; it needs no
 // connection (lockstep migrate print uses it).
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		panic(err) // the embedded directory is part of the build
-	}
-	return sub
-}
-
-// DB implements driver.Driver.
-func (d *Driver) DB() *sql.DB { return d.db }
-
-// Executor implements driver.Driver.
-func (d *Driver) Executor() driver.Executor { return sqlexec.New(d.dialect, d.db) }
-
-// Begin implements driver.Driver.
-func (d *Driver) Begin(ctx context.Context) (driver.Tx, error) {
-	tx, err := d.BeginSQL(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sqlexec.NewTx(d.dialect, tx), nil
-}
-
-// BeginSQL implements driver.Driver.
-func (d *Driver) BeginSQL(ctx context.Context) (*sql.Tx, error) {
-	tx, err := d.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, d.wrap("begin", err)
-	}
-	return tx, nil
-}
-
-func (d *Driver) wrap(op string, err error) error {
-	if kind, code := classify(err); kind != rowtype.ErrorOther {
-		return fmt.Errorf("sqlite: %s: %w", op, &rowtype.DBError{Kind: kind, Code: code, Err: err})
-	}
-	return fmt.Errorf("sqlite: %s: %w", op, err)
-}
+func Migrations() fs.FS { return shell.Migrations(migrations) }
 
 // UnwrapTx implements driver.Driver: it accepts a *sql.Tx.
 func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
@@ -165,25 +137,5 @@ func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
 	if !ok || t == nil {
 		return nil, fmt.Errorf("sqlite: transaction must be a *sql.Tx, got %T", tx)
 	}
-	return sqlexec.InTx(d.dialect, sqlexec.SQL(t)), nil
-}
-
-// ClassifyError implements driver.Driver.
-func (d *Driver) ClassifyError(err error) rowtype.ErrorKind {
-	if k := rowtype.KindOf(err); k != rowtype.ErrorOther {
-		return k
-	}
-	k, _ := classify(err)
-	return k
-}
-
-// Version implements driver.Driver.
-func (d *Driver) Version(context.Context) (string, error) { return d.version, nil }
-
-// Close closes the database if Open opened it.
-func (d *Driver) Close() error {
-	if d.owned {
-		return d.db.Close()
-	}
-	return nil
+	return shell.InTx(&d.Shell, sqlexec.SQL(t)), nil
 }

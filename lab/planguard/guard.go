@@ -206,11 +206,11 @@ func checkData(ctx context.Context, db *sql.DB, d dialect, cat *catalog.Catalog,
 		return fmt.Errorf("planguard: %s: %w", distName, err)
 	}
 	for _, st := range cat.All() {
-		if len(only) > 0 && !slices.Contains(only, st.Name) {
+		if len(only) > 0 && !slices.Contains(only, string(st.Name)) {
 			continue
 		}
 		for _, variant := range variantsOf(st) {
-			res := Result{Distribution: distName, Statement: st.Name, Variant: variant, Want: cat.IndexName(st.Finds)}
+			res := Result{Distribution: distName, Statement: string(st.Name), Variant: variant, Want: cat.IndexName(st.Finds)}
 			if st.Finds == catalog.None {
 				res.Skipped = "declares no access path (an insert or bookkeeping statement)"
 				rep.Results = append(rep.Results, res)

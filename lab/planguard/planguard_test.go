@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
@@ -64,7 +65,7 @@ func TestGuard(t *testing.T) {
 					continue
 				}
 				for _, d := range planguard.Default() {
-					require.True(t, checked[d.Name+"/"+st.Name+"/live"], "%s not checked under %s", st.Name, d.Name)
+					require.True(t, checked[d.Name+"/"+string(st.Name)+"/live"], "%s not checked under %s", st.Name, d.Name)
 				}
 			}
 		})
@@ -73,12 +74,13 @@ func TestGuard(t *testing.T) {
 
 // TestGuardCatchesUnhintedWrites runs the guard on a catalogue with the
 // FORCE INDEX (PRIMARY) taken out of by-id writes: on MariaDB they are then
-// found through the status-led heartbeat index — the second seed's reversed
-// lock order — and the guard must say so.
+// found through the status-led heartbeat index — the secondary record
+// before PRIMARY, the reverse of every other writer's order — and the guard
+// must say so.
 func TestGuardCatchesUnhintedWrites(t *testing.T) {
 	drv := openMySQL(t)
-	for _, name := range []string{"job.claim_update", "job.finish_done", "job.heartbeat", "job.reap"} {
-		t.Run(name, func(t *testing.T) {
+	for _, name := range []catalog.Name{catalog.JobClaimUpdate, catalog.JobFinishDone, catalog.JobHeartbeat, catalog.JobReap} {
+		t.Run(string(name), func(t *testing.T) {
 			st := drv.Catalog().Get(name)
 			require.Contains(t, st.SQL, "FORCE INDEX (PRIMARY)")
 			st.SQL = strings.Replace(st.SQL, "FORCE INDEX (PRIMARY) ", "", 1)
@@ -86,7 +88,7 @@ func TestGuardCatchesUnhintedWrites(t *testing.T) {
 			require.NoError(t, err)
 			rep, err := planguard.CheckDistributions(context.Background(), drv,
 				[]planguard.Distribution{planguard.NearEmpty(), planguard.AlmostDone()},
-				planguard.Options{Catalog: broken, Statements: []string{name}})
+				planguard.Options{Catalog: broken, Statements: []string{string(name)}})
 			require.NoError(t, err)
 			logReport(t, rep)
 			failed := rep.FailureLines()

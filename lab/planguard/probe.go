@@ -177,68 +177,68 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 		return plain(args...)
 	}
 	switch st.Name {
-	case "run.lock_shared", "run.get", "run.cancel", "run.counts", "job.ids_live_by_run":
+	case catalog.RunLockShared, catalog.RunGet, catalog.RunCancel, catalog.RunCounts, catalog.JobIDsLiveByRun:
 		return needRun(p.runID)
-	case "job.list_by_run":
+	case catalog.JobListByRun:
 		return needRun(p.runID, 0, "", "", 100)
-	case "job.list":
+	case catalog.JobList:
 		return plain(0, "", "", 100)
-	case "job.get":
+	case catalog.JobGet:
 		id, skip := target(p.pendingID, "PENDING")
 		return withRow(id, skip, id)
-	case "job.claim_select", "job.claim":
+	case catalog.JobClaimSelect, catalog.JobClaim:
 		if p.queue == "" {
 			return "", nil, "no PENDING job in the data", nil
 		}
 		return plain(p.queue, claimLimit)
-	case "job.claim_update":
+	case catalog.JobClaimUpdate:
 		ids, skip := list(p.claimIDs, "PENDING")
 		return withIDs(ids, skip, now, now)
-	case "job.finish_done_many":
+	case catalog.JobFinishDoneMany:
 		ids, skip := list(p.running, "RUNNING")
 		return withIDs(ids, skip, p.runningAtt)
-	case "job.lock_ids", "job.lock_many", "job.cancel_many":
+	case catalog.JobLockIDs, catalog.JobLockMany, catalog.JobCancelMany:
 		ids, skip := list(p.liveIDs, "live")
 		return withIDs(ids, skip)
-	case "job.heartbeat", "job.state_many":
+	case catalog.JobHeartbeat, catalog.JobStateMany:
 		ids, skip := list(p.running, "RUNNING")
 		return withIDs(ids, skip)
-	case "job.cancel":
+	case catalog.JobCancel:
 		id, skip := target(p.pendingID, "PENDING")
 		return withRow(id, skip, id)
-	case "job.finish_done":
+	case catalog.JobFinishDone:
 		id, skip := target(first(p.running), "RUNNING")
 		return withRow(id, skip, `{"planguard":true}`, id, p.runningAtt)
-	case "job.id_by_unique_key":
+	case catalog.JobIDByUniqueKey:
 		// A key some live job holds: MariaDB reads a unique-index value
 		// as a constant first, and a missing one leaves no plan to check.
 		if p.uniqueKey == "" {
 			return "", nil, "no job holds a unique key in the data", nil
 		}
 		return plain(p.uniqueKey)
-	case "job.finish_failed":
+	case catalog.JobFinishFailed:
 		id, skip := target(first(p.running), "RUNNING")
 		return withRow(id, skip, "planguard", hist, id, p.runningAtt)
-	case "job.finish_retry":
+	case catalog.JobFinishRetry:
 		id, skip := target(first(p.running), "RUNNING")
 		return withRow(id, skip, micros, "planguard", hist, id, p.runningAtt)
-	case "job.finish_snooze":
+	case catalog.JobFinishSnooze:
 		id, skip := target(first(p.running), "RUNNING")
 		return withRow(id, skip, micros, id, p.runningAtt)
-	case "job.reap_select":
+	case catalog.JobReapSelect:
 		return plain(micros, 100)
-	case "job.reap":
+	case catalog.JobReap:
 		id, skip := target(first(p.running), "RUNNING")
 		return withRow(id, skip, "planguard", hist, id, p.runningAtt, micros)
-	case "job.retry":
+	case catalog.JobRetry:
 		id, skip := target(p.failedID, "FAILED")
 		return withRow(id, skip, id)
-	case "job.prune_select":
+	case catalog.JobPruneSelect:
 		if p.queue == "" {
 			return "", nil, "no PENDING job in the data", nil
 		}
 		return plain(p.queue, "DONE", micros, 1000)
-	case "job.prune_lock":
+	case catalog.JobPruneLock:
 		// Two ids at least, whether they qualify or not (live and stale
 		// alike): MariaDB reads a single primary-key value as a constant
 		// first, and a row that does not qualify then leaves no plan to
@@ -253,36 +253,36 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 			return "", nil, "fewer than two jobs in the data", nil
 		}
 		return withIDs(ids, "", "FAILED", 0)
-	case "job.delete_many":
+	case catalog.JobDeleteMany:
 		ids, skip := list(p.liveIDs, "live")
 		return withIDs(ids, skip)
 	// The reads of the CLI and the dashboard, bound as their first page is.
-	case "job.page_floor":
+	case catalog.JobPageFloor:
 		return plain(int64(math.MaxInt64), pageWindow)
-	case "job.page":
+	case catalog.JobPage:
 		return plain(int64(math.MaxInt64), 0, "", "", "", "", "", "", pageLimit)
-	case "job.page_floor_by_run":
+	case catalog.JobPageFloorByRun:
 		return needRun(p.runID, int64(math.MaxInt64), pageWindow)
-	case "job.page_by_run":
+	case catalog.JobPageByRun:
 		return needRun(p.runID, int64(math.MaxInt64), 0, "", "", "", "", "", "", pageLimit)
-	case "run.list":
+	case catalog.RunList:
 		return plain(int64(math.MaxInt64), pageLimit)
-	case "run.counts_bounded":
+	case catalog.RunCountsBounded:
 		return needRun(p.runID, countLimit)
-	case "queue.list":
+	case catalog.QueueList:
 		return plain(1000)
-	case "queue.count", "queue.finished", "queue.oldest":
+	case catalog.QueueCount, catalog.QueueFinished, catalog.QueueOldest:
 		if p.queue == "" {
 			return "", nil, "no PENDING job in the data", nil
 		}
 		switch st.Name {
-		case "queue.count":
+		case catalog.QueueCount:
 			return plain(p.queue, "DONE", countLimit)
-		case "queue.finished":
+		case catalog.QueueFinished:
 			return plain(p.queue, "DONE", micros, countLimit)
 		}
 		return plain(p.queue, countLimit)
-	case "job.notify", "job.listen":
+	case catalog.JobNotify, catalog.JobListen:
 		// pg_notify and LISTEN read no table; the guard skips statements
 		// that declare no access path before binding them.
 		return "", nil, "reads no table", nil

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -42,7 +43,7 @@ func (e *Executor) JobRetry(ctx context.Context, id int64) (bool, error) {
 				return err
 			}
 		}
-		res, err := e.exec(ctx, q, "job.retry", e.cat().Get("job.retry").SQL, id)
+		res, err := e.exec(ctx, q, catalog.JobRetry, e.cat().Get(catalog.JobRetry).SQL, id)
 		if err != nil {
 			return err
 		}
@@ -60,7 +61,7 @@ func (e *Executor) JobRetry(ctx context.Context, id int64) (bool, error) {
 
 // getJob reads one job with a plain, non-locking read.
 func (e *Executor) getJob(ctx context.Context, q Querier, id int64) (*rowtype.JobRow, error) {
-	rows, err := e.query(ctx, q, "job.get", e.cat().Get("job.get").SQL, id)
+	rows, err := e.query(ctx, q, catalog.JobGet, e.cat().Get(catalog.JobGet).SQL, id)
 	if err != nil {
 		return nil, err
 	}
@@ -85,10 +86,10 @@ func (e *Executor) JobPage(ctx context.Context, p *rowtype.JobPageParams) (*rowt
 		before = math.MaxInt64
 	}
 	floorArgs := []any{before, window}
-	floorName, pageName := "job.page_floor", "job.page"
+	floorName, pageName := catalog.JobPageFloor, catalog.JobPage
 	if p.RunID != 0 {
 		floorArgs = []any{p.RunID, before, window}
-		floorName, pageName = "job.page_floor_by_run", "job.page_by_run"
+		floorName, pageName = catalog.JobPageFloorByRun, catalog.JobPageByRun
 	}
 	var examined, floor int64
 	if err := e.queryRow(ctx, floorName, floorArgs, &examined, &floor); err != nil {
@@ -120,7 +121,7 @@ func (e *Executor) JobPage(ctx context.Context, p *rowtype.JobPageParams) (*rowt
 }
 
 // queryRow runs a one-row catalogue statement on the executor's querier.
-func (e *Executor) queryRow(ctx context.Context, name string, args []any, dest ...any) error {
+func (e *Executor) queryRow(ctx context.Context, name catalog.Name, args []any, dest ...any) error {
 	rows, err := e.query(ctx, e.q, name, e.cat().Get(name).SQL, args...)
 	if err != nil {
 		return err
@@ -144,7 +145,7 @@ func (e *Executor) RunList(ctx context.Context, p *rowtype.RunListParams) ([]*ro
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := e.query(ctx, e.q, "run.list", e.cat().Get("run.list").SQL, before, orDefault(p.Limit, defaultPageLimit))
+	rows, err := e.query(ctx, e.q, catalog.RunList, e.cat().Get(catalog.RunList).SQL, before, orDefault(p.Limit, defaultPageLimit))
 	if err != nil {
 		return nil, e.wrap("list runs", err)
 	}
@@ -163,7 +164,7 @@ func (e *Executor) RunList(ctx context.Context, p *rowtype.RunListParams) ([]*ro
 // RunCountsBounded counts the first Limit jobs of a run by status.
 func (e *Executor) RunCountsBounded(ctx context.Context, p *rowtype.RunCountsBoundedParams) (*rowtype.BoundedRunCounts, error) {
 	limit := orDefault(p.Limit, defaultCountLimit)
-	rows, err := e.query(ctx, e.q, "run.counts_bounded", e.cat().Get("run.counts_bounded").SQL, p.RunID, limit)
+	rows, err := e.query(ctx, e.q, catalog.RunCountsBounded, e.cat().Get(catalog.RunCountsBounded).SQL, p.RunID, limit)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("count run %d", p.RunID), err)
 	}
@@ -186,7 +187,7 @@ func (e *Executor) RunCountsBounded(ctx context.Context, p *rowtype.RunCountsBou
 		// Exactly limit, or more? Count one id past the limit, from the
 		// run index alone.
 		var ids, floor int64
-		if err := e.queryRow(ctx, "job.page_floor_by_run", []any{p.RunID, int64(math.MaxInt64), limit + 1}, &ids, &floor); err != nil {
+		if err := e.queryRow(ctx, catalog.JobPageFloorByRun, []any{p.RunID, int64(math.MaxInt64), limit + 1}, &ids, &floor); err != nil {
 			return nil, e.wrap(fmt.Sprintf("count run %d", p.RunID), err)
 		}
 		out.Capped = ids > int64(limit)
@@ -196,7 +197,7 @@ func (e *Executor) RunCountsBounded(ctx context.Context, p *rowtype.RunCountsBou
 
 // QueueList lists the queues that have jobs, in name order.
 func (e *Executor) QueueList(ctx context.Context, p *rowtype.QueueListParams) ([]string, error) {
-	rows, err := e.query(ctx, e.q, "queue.list", e.cat().Get("queue.list").SQL, orDefault(p.Limit, defaultQueueLimit))
+	rows, err := e.query(ctx, e.q, catalog.QueueList, e.cat().Get(catalog.QueueList).SQL, orDefault(p.Limit, defaultQueueLimit))
 	if err != nil {
 		return nil, e.wrap("list queues", err)
 	}
@@ -237,20 +238,20 @@ func (e *Executor) QueueStats(ctx context.Context, p *rowtype.QueueStatsParams) 
 	}
 	for _, st := range allStatuses {
 		var n int64
-		if err := e.queryRow(ctx, "queue.count", []any{p.Queue, string(st), limit + 1}, &n); err != nil {
+		if err := e.queryRow(ctx, catalog.QueueCount, []any{p.Queue, string(st), limit + 1}, &n); err != nil {
 			return nil, wrap(err)
 		}
 		out.Counts[st] = bounded(n)
 	}
 	for _, st := range []rowtype.JobStatus{rowtype.StatusDone, rowtype.StatusFailed} {
 		var n int64
-		if err := e.queryRow(ctx, "queue.finished", []any{p.Queue, string(st), micros(window), limit + 1}, &n); err != nil {
+		if err := e.queryRow(ctx, catalog.QueueFinished, []any{p.Queue, string(st), micros(window), limit + 1}, &n); err != nil {
 			return nil, wrap(err)
 		}
 		out.Finished[st] = bounded(n)
 	}
 	var available int64
-	if err := e.queryRow(ctx, "queue.oldest", []any{p.Queue, limit + 1}, nullTime{&out.OldestAvailableAt}, nullTime{&out.Now}, &available); err != nil {
+	if err := e.queryRow(ctx, catalog.QueueOldest, []any{p.Queue, limit + 1}, nullTime{&out.OldestAvailableAt}, nullTime{&out.Now}, &available); err != nil {
 		return nil, wrap(err)
 	}
 	out.OldestCapped = available > int64(limit)
@@ -262,4 +263,33 @@ func orDefault(v, def int) int {
 		return def
 	}
 	return v
+}
+
+// JobGet reads one job.
+func (e *Executor) JobGet(ctx context.Context, id int64) (*rowtype.JobRow, error) {
+	job, err := e.getJob(ctx, e.q, id)
+	if err != nil {
+		return nil, e.wrap(fmt.Sprintf("get job %d", id), err)
+	}
+	return job, nil
+}
+
+// JobList lists jobs by id, optionally of one run and one status.
+func (e *Executor) JobList(ctx context.Context, p *rowtype.JobListParams) ([]*rowtype.JobRow, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	var rows Rows
+	var err error
+	if p.RunID != 0 {
+		rows, err = e.query(ctx, e.q, catalog.JobListByRun, e.cat().Get(catalog.JobListByRun).SQL, p.RunID, p.AfterID, string(p.Status), string(p.Status), limit)
+	} else {
+		rows, err = e.query(ctx, e.q, catalog.JobList, e.cat().Get(catalog.JobList).SQL, p.AfterID, string(p.Status), string(p.Status), limit)
+	}
+	if err != nil {
+		return nil, e.wrap("list jobs", err)
+	}
+	jobs, err := scanJobs(rows)
+	return jobs, e.wrap("list jobs", err)
 }

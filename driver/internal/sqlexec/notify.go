@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 )
 
 // Wake paces the wake-ups ("job.notify") of one driver: at most one per
@@ -78,10 +79,7 @@ func (w *Wake) dueQueue(queue string) bool {
 
 // wake returns the dialect's pacing when it can notify at all.
 func (e *Executor) wake() *Wake {
-	if e.d.Wake == nil {
-		return nil
-	}
-	if _, ok := e.cat().Lookup("job.notify"); !ok {
+	if e.d.Wake == nil || !e.caps().Notify {
 		return nil
 	}
 	return e.d.Wake
@@ -93,7 +91,7 @@ func (e *Executor) notify(ctx context.Context, q Querier, queues []string) error
 	if len(queues) == 0 {
 		return nil
 	}
-	st := e.cat().Get("job.notify")
+	st := e.cat().Get(catalog.JobNotify)
 	_, err := e.exec(ctx, q, st.Name, st.SQL, queues)
 	return err
 }

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // QueueSettings implements driver.Executor.
 func (e *Executor) QueueSettings(ctx context.Context) ([]rowtype.QueueSettings, error) {
-	rows, err := e.query(ctx, e.q, "queue.settings_list", e.cat().Get("queue.settings_list").SQL)
+	rows, err := e.query(ctx, e.q, catalog.QueueSettingsList, e.cat().Get(catalog.QueueSettingsList).SQL)
 	if err != nil {
 		return nil, e.wrap("queue settings", err)
 	}
@@ -33,9 +34,9 @@ func (e *Executor) QueueSettings(ctx context.Context) ([]rowtype.QueueSettings, 
 
 // QueuePause implements driver.Executor.
 func (e *Executor) QueuePause(ctx context.Context, queue string, paused bool) error {
-	name, op := "queue.resume", "resume queue"
+	name, op := catalog.QueueResume, "resume queue"
 	if paused {
-		name, op = "queue.pause", "pause queue"
+		name, op = catalog.QueuePause, "pause queue"
 	}
 	_, err := e.exec(ctx, e.q, name, e.cat().Get(name).SQL, queue)
 	return e.wrap(fmt.Sprintf("%s %q", op, queue), err)
@@ -47,6 +48,6 @@ func (e *Executor) QueueSetMaxWorkers(ctx context.Context, queue string, n int) 
 	if n > 0 {
 		v = n
 	}
-	_, err := e.exec(ctx, e.q, "queue.set_max_workers", e.cat().Get("queue.set_max_workers").SQL, queue, v)
+	_, err := e.exec(ctx, e.q, catalog.QueueSetMaxWorkers, e.cat().Get(catalog.QueueSetMaxWorkers).SQL, queue, v)
 	return e.wrap(fmt.Sprintf("set max workers of queue %q", queue), err)
 }

@@ -2,10 +2,10 @@ package sqlexec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -15,9 +15,9 @@ func (e *Executor) RunInsert(ctx context.Context, p *driver.RunInsertParams) (*r
 	if len(p.Metadata) > 0 {
 		meta = string(p.Metadata)
 	}
-	st := e.cat().Get("run.insert")
+	st := e.cat().Get(catalog.RunInsert)
 	var id int64
-	if e.d.InsertReturning {
+	if st.Returning {
 		ids, err := e.queryIDs(ctx, e.q, st.Name, st.SQL, p.Name, meta)
 		if err != nil {
 			return nil, e.wrap("insert run", err)
@@ -42,7 +42,7 @@ func (e *Executor) RunGet(ctx context.Context, id int64) (*rowtype.RunRow, error
 }
 
 func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*rowtype.RunRow, error) {
-	rows, err := e.query(ctx, q, "run.get", e.cat().Get("run.get").SQL, id)
+	rows, err := e.query(ctx, q, catalog.RunGet, e.cat().Get(catalog.RunGet).SQL, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("get run %d", id), err)
 	}
@@ -59,7 +59,7 @@ func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*rowtype.Ru
 
 // RunCounts counts a run's jobs by status through the run index.
 func (e *Executor) RunCounts(ctx context.Context, id int64) (rowtype.RunCounts, error) {
-	rows, err := e.query(ctx, e.q, "run.counts", e.cat().Get("run.counts").SQL, id)
+	rows, err := e.query(ctx, e.q, catalog.RunCounts, e.cat().Get(catalog.RunCounts).SQL, id)
 	if err != nil {
 		return nil, e.wrap(fmt.Sprintf("count run %d", id), err)
 	}
@@ -74,38 +74,4 @@ func (e *Executor) RunCounts(ctx context.Context, id int64) (rowtype.RunCounts, 
 		out[rowtype.JobStatus(status)] = int(n)
 	}
 	return out, e.wrap(fmt.Sprintf("count run %d", id), rows.Err())
-}
-
-// RunCancel follows the second seed's fix with the run first: lock and mark
-// the run row by primary key (so no job can be enqueued into it), read the
-// ids of its live jobs without locking, then cancel them by primary key in
-// ascending id order, re-checking their status.
-func (e *Executor) RunCancel(ctx context.Context, id int64) (*rowtype.RunCancelResult, error) {
-	var out *rowtype.RunCancelResult
-	err := e.inTx(ctx, func(q Querier) error {
-		if _, err := e.exec(ctx, q, "run.cancel", e.cat().Get("run.cancel").SQL, id); err != nil {
-			return err
-		}
-		run, err := e.getRun(ctx, q, id)
-		if err != nil {
-			return err
-		}
-		ids, err := e.queryIDs(ctx, q, "job.ids_live_by_run", e.cat().Get("job.ids_live_by_run").SQL, id)
-		if err != nil {
-			return err
-		}
-		ids = sortedUnique(ids)
-		if _, err := e.execIDs(ctx, q, "job.cancel_many", ids); err != nil {
-			return err
-		}
-		out = &rowtype.RunCancelResult{Run: run, Cancelled: ids}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, rowtype.ErrNotFound) {
-			return nil, err
-		}
-		return nil, e.wrap(fmt.Sprintf("cancel run %d", id), err)
-	}
-	return out, nil
 }

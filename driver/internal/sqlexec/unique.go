@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -74,7 +75,7 @@ func (e *Executor) JobInsertUnique(ctx context.Context, runID int64, job driver.
 // insertUnique runs job.insert_unique once; inserted is false for a
 // duplicate.
 func (e *Executor) insertUnique(ctx context.Context, q Querier, runID int64, j driver.JobInsertParams) (int64, bool, error) {
-	st := e.cat().Get("job.insert_unique")
+	st := e.cat().Get(catalog.JobInsertUnique)
 	if runID != 0 {
 		j.RunID = runID
 	}
@@ -97,7 +98,7 @@ func (e *Executor) insertUnique(ctx context.Context, q Querier, runID int64, j d
 }
 
 func (e *Executor) idByUniqueKey(ctx context.Context, q Querier, key string) (int64, error) {
-	ids, err := e.queryIDs(ctx, q, "job.id_by_unique_key", e.cat().Get("job.id_by_unique_key").SQL, key)
+	ids, err := e.queryIDs(ctx, q, catalog.JobIDByUniqueKey, e.cat().Get(catalog.JobIDByUniqueKey).SQL, key)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}

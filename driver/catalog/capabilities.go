@@ -1,0 +1,80 @@
+package catalog
+
+import "fmt"
+
+// Capabilities are the choices a dialect makes where databases differ in how
+// they keep the lock order. The shared executor reads these fields; it never
+// infers a behaviour from which statements a catalogue happens to declare.
+// New holds them against the statements: a capability comes with its
+// statements, and a statement that only a capability needs comes with it.
+type Capabilities struct {
+	// OneStatementClaim: JobClaim locks the claimable rows (SKIP LOCKED),
+	// moves them to RUNNING and returns them in one statement (UPDATE …
+	// RETURNING). Without it the claim is two statements in one
+	// transaction: JobClaimSelect, a locking read through the claim index,
+	// then JobClaimUpdate by primary key (MySQL has no UPDATE … RETURNING).
+	OneStatementClaim bool
+	// LockIDsFirst: the database locks rows in the order its plan visits
+	// them (a PostgreSQL bitmap scan visits them in physical order), so every
+	// write of an id list is preceded by JobLockIDs, a locking read ORDER BY
+	// id that fixes the order whatever the write's plan.
+	LockIDsFirst bool
+	// LockMany: JobLockMany locks job rows by primary key in ascending id
+	// order before a batched DONE whose fences did not all match is written
+	// again row by row — needed where that statement cannot return the ids
+	// it changed (MySQL) and so is checked under lock instead.
+	LockMany bool
+	// Notify: the database can wake other processes' listeners. JobNotify
+	// sends a wake-up inside the transaction that makes jobs available, so
+	// it is delivered on commit only; JobListen subscribes.
+	Notify bool
+}
+
+// bound is an optional statement and the capability it belongs to: a
+// catalogue declares the statement exactly when the capability's value is
+// with.
+type bound struct {
+	name  Name
+	cap   string
+	value bool
+	with  bool
+}
+
+// optional lists the statements that only some dialects declare, each with
+// the capability that decides it.
+func (c Capabilities) optional() []bound {
+	return []bound{
+		{JobClaim, "OneStatementClaim", c.OneStatementClaim, true},
+		{JobClaimSelect, "OneStatementClaim", c.OneStatementClaim, false},
+		{JobClaimUpdate, "OneStatementClaim", c.OneStatementClaim, false},
+		{JobLockIDs, "LockIDsFirst", c.LockIDsFirst, true},
+		{JobLockMany, "LockMany", c.LockMany, true},
+		{JobNotify, "Notify", c.Notify, true},
+		{JobListen, "Notify", c.Notify, true},
+	}
+}
+
+// check refuses capabilities that disagree with the declared statements,
+// one problem per statement.
+func (c Capabilities) check(declared map[Name]Statement) []string {
+	var problems []string
+	if c.LockIDsFirst && c.LockMany {
+		// Both order the same locks the same way; with both, job.lock_many
+		// would be declared and never run.
+		problems = append(problems, "LockIDsFirst and LockMany are two ways to take the same locks: set one")
+	}
+	for _, b := range c.optional() {
+		_, has := declared[b.name]
+		switch want := b.value == b.with; {
+		case want && !has && b.with:
+			problems = append(problems, fmt.Sprintf("capability %s without its statement %s", b.cap, b.name))
+		case want && !has:
+			problems = append(problems, fmt.Sprintf("without capability %s, statement %s is required", b.cap, b.name))
+		case !want && has && b.with:
+			problems = append(problems, fmt.Sprintf("statement %s declared without its capability %s", b.name, b.cap))
+		case !want && has:
+			problems = append(problems, fmt.Sprintf("statement %s declared, but capability %s replaces it", b.name, b.cap))
+		}
+	}
+	return problems
+}

@@ -1,0 +1,234 @@
+package sqlexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/rowtype"
+)
+
+// JobFinish writes a worker's result by primary key, fenced on the attempt.
+func (e *Executor) JobFinish(ctx context.Context, p *driver.JobFinishParams) (bool, error) {
+	var name catalog.Name
+	var args []any
+	switch {
+	case p.Status == rowtype.StatusDone:
+		name, args = catalog.JobFinishDone, []any{jsonArg(p.Output), p.ID, p.Attempt}
+	case p.Status == rowtype.StatusFailed:
+		name, args = catalog.JobFinishFailed, []any{p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
+	case p.Status == rowtype.StatusPending && p.Snooze:
+		name, args = catalog.JobFinishSnooze, []any{micros(p.RetryAfter), p.ID, p.Attempt}
+	case p.Status == rowtype.StatusPending:
+		name, args = catalog.JobFinishRetry, []any{micros(p.RetryAfter), p.Error, historyEntry(p.Attempt, p.Error), p.ID, p.Attempt}
+	default:
+		return false, fmt.Errorf("finish job %d: status %q is not a result", p.ID, p.Status)
+	}
+	res, err := e.exec(ctx, e.q, name, e.cat().Get(name).SQL, args...)
+	if err != nil {
+		return false, e.wrap(fmt.Sprintf("finish job %d", p.ID), err)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// JobCompleteMany writes DONE for a batch of attempts, one statement per
+// attempt number (nearly always one) and chunk, each its own transaction
+// that locks its rows by primary key in ascending id order. Where the
+// statement returns the ids it changed (PostgreSQL, SQLite) that is all.
+// On MySQL, which cannot return them, each statement runs in a transaction
+// that commits only if every fence matched; otherwise it is rolled back
+// and written again the careful way: lock the rows, read their states,
+// write those still owned.
+func (e *Executor) JobCompleteMany(ctx context.Context, jobs []driver.JobRef) ([]driver.JobRef, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	want := make(map[int64]int, len(jobs))
+	for _, j := range jobs {
+		want[j.ID] = j.Attempt
+	}
+	st := e.cat().Get(catalog.JobFinishDoneMany)
+	chunk := e.chunkSize()
+	groups := groupByAttempt(want)
+	attempts := make([]int, 0, len(groups))
+	for a := range groups {
+		attempts = append(attempts, a)
+	}
+	slices.Sort(attempts)
+	var written []driver.JobRef
+	for _, a := range attempts {
+		ids := sortedUnique(groups[a])
+		for start := 0; start < len(ids); start += chunk {
+			part := ids[start:min(start+chunk, len(ids))]
+			var got []int64
+			var err error
+			if st.Returning {
+				sqlText, args := e.cat().BindIDs(st, part, a)
+				got, err = e.queryIDs(ctx, e.q, st.Name, sqlText, args...)
+			} else {
+				got, err = e.completeChecked(ctx, part, a)
+			}
+			if err != nil {
+				return nil, e.wrap(fmt.Sprintf("complete %d jobs", len(jobs)), err)
+			}
+			for _, id := range got {
+				written = append(written, driver.JobRef{ID: id, Attempt: a})
+			}
+		}
+	}
+	slices.SortFunc(written, func(x, y driver.JobRef) int { return cmpInt64(x.ID, y.ID) })
+	return written, nil
+}
+
+// completeChecked is the batched DONE where the statement cannot say which
+// rows it changed: all or nothing, then row by row under lock.
+func (e *Executor) completeChecked(ctx context.Context, ids []int64, attempt int) ([]int64, error) {
+	err := e.inTx(ctx, func(q Querier) error {
+		n, err := e.execIDs(ctx, q, catalog.JobFinishDoneMany, ids, attempt)
+		if err != nil {
+			return err
+		}
+		if n != int64(len(ids)) {
+			return errPartialComplete
+		}
+		return nil
+	})
+	if err == nil {
+		return ids, nil
+	}
+	if !errors.Is(err, errPartialComplete) {
+		return nil, err
+	}
+	var owned []int64
+	err = e.inTx(ctx, func(q Querier) error {
+		if err := e.lockMany(ctx, q, ids); err != nil {
+			return err
+		}
+		want := make(map[int64]int, len(ids))
+		for _, id := range ids {
+			want[id] = attempt
+		}
+		still, err := e.owned(ctx, q, ids, want)
+		if err != nil {
+			return err
+		}
+		owned = owned[:0]
+		for _, id := range ids {
+			if _, ok := still[id]; ok {
+				owned = append(owned, id)
+			}
+		}
+		if len(owned) == 0 {
+			return nil
+		}
+		_, err = e.execIDs(ctx, q, catalog.JobFinishDoneMany, owned, attempt)
+		return err
+	})
+	return owned, err
+}
+
+// errPartialComplete rolls back a batched DONE whose fences did not all
+// match.
+var errPartialComplete = errors.New("some fences did not match")
+
+// owned reads which of ids are still RUNNING at the wanted attempt.
+func (e *Executor) owned(ctx context.Context, q Querier, ids []int64, want map[int64]int) (map[int64]int, error) {
+	sqlText, args := e.cat().BindIDs(e.cat().Get(catalog.JobStateMany), ids)
+	rows, err := e.query(ctx, q, catalog.JobStateMany, sqlText, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id, att int64
+		var status string
+		if err := rows.Scan(&id, &status, &att); err != nil {
+			return nil, err
+		}
+		if rowtype.JobStatus(status) == rowtype.StatusRunning && int(att) == want[id] {
+			out[id] = int(att)
+		}
+	}
+	return out, rows.Err()
+}
+
+func groupByAttempt(attempts map[int64]int) map[int][]int64 {
+	out := map[int][]int64{}
+	for id, a := range attempts {
+		out[a] = append(out[a], id)
+	}
+	return out
+}
+
+// lockMany locks job rows by primary key in ascending id order, through
+// the dialect's locking read (LockIDsFirst: job.lock_ids on PostgreSQL;
+// LockMany: job.lock_many on MySQL); SQLite has one writer and needs none.
+func (e *Executor) lockMany(ctx context.Context, q Querier, ids []int64) error {
+	var st catalog.Statement
+	switch caps := e.caps(); {
+	case caps.LockIDsFirst:
+		st = e.cat().Get(catalog.JobLockIDs)
+	case caps.LockMany:
+		st = e.cat().Get(catalog.JobLockMany)
+	default:
+		return nil
+	}
+	chunk := e.chunkSize()
+	for start := 0; start < len(ids); start += chunk {
+		if err := e.lockRows(ctx, q, st, ids[start:min(start+chunk, len(ids))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// JobHeartbeat refreshes heartbeats by primary key in ascending id order
+// and reports the attempts this worker no longer owns.
+func (e *Executor) JobHeartbeat(ctx context.Context, jobs []driver.JobRef) ([]driver.JobRef, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	want := make(map[int64]int, len(jobs))
+	ids := make([]int64, 0, len(jobs))
+	for _, j := range jobs {
+		want[j.ID] = j.Attempt
+		ids = append(ids, j.ID)
+	}
+	ids = sortedUnique(ids)
+	owned := map[int64]bool{}
+	err := e.inTx(ctx, func(q Querier) error {
+		if _, err := e.execIDs(ctx, q, catalog.JobHeartbeat, ids); err != nil {
+			return err
+		}
+		sqlText, args := e.cat().BindIDs(e.cat().Get(catalog.JobStateMany), ids)
+		rows, err := e.query(ctx, q, catalog.JobStateMany, sqlText, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		clear(owned)
+		for rows.Next() {
+			var id, attempts int64
+			var status string
+			if err := rows.Scan(&id, &status, &attempts); err != nil {
+				return err
+			}
+			owned[id] = rowtype.JobStatus(status) == rowtype.StatusRunning && int(attempts) == want[id]
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, e.wrap("heartbeat", err)
+	}
+	var lost []driver.JobRef
+	for _, j := range jobs {
+		if !owned[j.ID] {
+			lost = append(lost, j)
+		}
+	}
+	return lost, nil
+}

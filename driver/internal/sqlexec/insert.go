@@ -1,0 +1,151 @@
+package sqlexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/rowtype"
+)
+
+// JobInsertMany inserts jobs in batches, one statement per batch. When the
+// dialect wakes listeners and a queue is due a wake-up, the inserts and
+// "job.notify" share one transaction (the executor's own on a pool).
+func (e *Executor) JobInsertMany(ctx context.Context, jobs []driver.JobInsertParams) ([]int64, error) {
+	queues := e.wake().due(jobs)
+	if len(queues) == 0 {
+		ids, err := e.insertJobs(ctx, e.q, jobs)
+		return ids, e.wrap("insert jobs", err)
+	}
+	var ids []int64
+	err := e.inTx(ctx, func(q Querier) error {
+		var err error
+		if ids, err = e.insertJobs(ctx, q, jobs); err != nil {
+			return err
+		}
+		return e.notify(ctx, q, queues)
+	})
+	return ids, e.wrap("insert jobs", err)
+}
+
+func (e *Executor) insertJobs(ctx context.Context, q Querier, jobs []driver.JobInsertParams) ([]int64, error) {
+	const batch = 1000
+	ids := make([]int64, 0, len(jobs))
+	for start := 0; start < len(jobs); start += batch {
+		part := jobs[start:min(start+batch, len(jobs))]
+		got, err := e.insertBatch(ctx, q, part)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+	}
+	return ids, nil
+}
+
+func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.JobInsertParams) ([]int64, error) {
+	st := e.cat().Get(catalog.JobInsert)
+	var sqlText string
+	var args []any
+	if e.d.ColumnarInsert != nil {
+		sqlText, args = st.SQL, e.d.ColumnarInsert(jobs)
+	} else {
+		sqlText = e.cat().BindRows(st, len(jobs))
+		args = make([]any, 0, len(jobs)*8)
+		for _, j := range jobs {
+			args = e.rowArgs(args, j)
+		}
+	}
+	if !st.Returning {
+		// No INSERT ... RETURNING (MySQL 8): the ids come from LastInsertId,
+		// consecutive within one multi-row statement (InnoDB guarantees this
+		// for simple inserts).
+		res, err := e.exec(ctx, q, st.Name, sqlText, args...)
+		if err != nil {
+			return nil, err
+		}
+		if res.RowsAffected != int64(len(jobs)) || res.LastInsertID == 0 {
+			return nil, fmt.Errorf("insert reported %d rows, first id %d, for %d jobs", res.RowsAffected, res.LastInsertID, len(jobs))
+		}
+		ids := make([]int64, len(jobs))
+		for i := range ids {
+			ids[i] = res.LastInsertID + int64(i)
+		}
+		return ids, nil
+	}
+	ids, err := e.queryIDs(ctx, q, st.Name, sqlText, args...)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != len(jobs) {
+		return nil, fmt.Errorf("insert returned %d ids for %d jobs", len(ids), len(jobs))
+	}
+	// RETURNING order is not guaranteed everywhere; ids are assigned in
+	// insertion order within one statement, so sorted ids are input order.
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// rowArgs appends one job's values in the column order of job.insert's
+// rows (and the start of job.insert_unique's): run (NULL for none), queue,
+// kind, args, priority, max attempts, time, metadata.
+func (e *Executor) rowArgs(args []any, j driver.JobInsertParams) []any {
+	var run any
+	if j.RunID != 0 {
+		run = j.RunID
+	}
+	return append(args, run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata))
+}
+
+// JobInsertIntoRun locks the run row first — the run before its jobs, the
+// same order as RunCancel — so no job can slip into a run being cancelled.
+func (e *Executor) JobInsertIntoRun(ctx context.Context, runID int64, jobs []driver.JobInsertParams) ([]int64, error) {
+	queues := e.wake().due(jobs)
+	var ids []int64
+	err := e.inTx(ctx, func(q Querier) error {
+		var err error
+		if ids, err = e.insertIntoRun(ctx, q, runID, jobs); err != nil {
+			return err
+		}
+		return e.notify(ctx, q, queues)
+	})
+	return ids, e.wrap("insert jobs into run", err)
+}
+
+func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jobs []driver.JobInsertParams) ([]int64, error) {
+	if err := e.lockRunShared(ctx, q, runID); err != nil {
+		return nil, err
+	}
+	withRun := make([]driver.JobInsertParams, len(jobs))
+	for i, j := range jobs {
+		j.RunID = runID
+		withRun[i] = j
+	}
+	return e.insertJobs(ctx, q, withRun)
+}
+
+// lockRunShared locks a run row in share mode — the run before its jobs —
+// and refuses a missing or cancelled run.
+func (e *Executor) lockRunShared(ctx context.Context, q Querier, runID int64) error {
+	rows, err := e.query(ctx, q, catalog.RunLockShared, e.cat().Get(catalog.RunLockShared).SQL, runID)
+	if err != nil {
+		return err
+	}
+	var status string
+	found := rows.Next()
+	if found {
+		err = rows.Scan(&status)
+	}
+	if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("run %d: %w", runID, rowtype.ErrNotFound)
+	}
+	if rowtype.RunStatus(status) == rowtype.RunCancelled {
+		return fmt.Errorf("run %d: %w", runID, rowtype.ErrRunCancelled)
+	}
+	return nil
+}

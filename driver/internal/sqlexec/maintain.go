@@ -1,0 +1,113 @@
+package sqlexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
+	"github.com/lockstep-queue/lockstep/rowtype"
+)
+
+// JobReap returns RUNNING jobs with a stale heartbeat to PENDING (FAILED
+// when no attempt is left). Candidates come from a non-locking read; each
+// is then updated alone by primary key, in ascending id order, re-checking
+// that it is still the same stale attempt.
+func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowtype.ReapResult, error) {
+	limit := p.Max
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := e.query(ctx, e.q, catalog.JobReapSelect, e.cat().Get(catalog.JobReapSelect).SQL, micros(p.StaleAfter), limit)
+	if err != nil {
+		return nil, e.wrap("reap: select", err)
+	}
+	type cand struct {
+		id                  int64
+		attempts, maxAttmpt int64
+	}
+	var cands []cand
+	for rows.Next() {
+		var c cand
+		if err := rows.Scan(&c.id, &c.attempts, &c.maxAttmpt); err != nil {
+			rows.Close()
+			return nil, e.wrap("reap: select", err)
+		}
+		cands = append(cands, c)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, e.wrap("reap: select", err)
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmpInt64(a.id, b.id) })
+	st := e.cat().Get(catalog.JobReap)
+	var out []rowtype.ReapResult
+	for _, c := range cands {
+		msg := fmt.Sprintf("heartbeat lost: no heartbeat for over %s (worker presumed dead)", p.StaleAfter)
+		res, err := e.exec(ctx, e.q, st.Name, st.SQL, msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter))
+		if err != nil {
+			return out, e.wrap(fmt.Sprintf("reap job %d", c.id), err)
+		}
+		if res.RowsAffected == 1 {
+			status := rowtype.StatusPending
+			if c.attempts >= c.maxAttmpt {
+				status = rowtype.StatusFailed
+			}
+			out = append(out, rowtype.ReapResult{ID: c.id, Attempt: int(c.attempts), Status: status})
+		}
+	}
+	return out, nil
+}
+
+// JobPrune implements driver.Executor: the candidates are read without
+// locks through the queue-status index; then, in one transaction per
+// call, each chunk is locked by primary key in ascending id order and
+// checked again (a retried FAILED job is PENDING now), and what still
+// qualifies is deleted by primary key.
+func (e *Executor) JobPrune(ctx context.Context, p *driver.JobPruneParams) ([]int64, error) {
+	switch p.Status {
+	case rowtype.StatusDone, rowtype.StatusCancelled, rowtype.StatusFailed:
+	default:
+		return nil, fmt.Errorf("prune: status %q is not a final status", p.Status)
+	}
+	limit := p.Max
+	if limit <= 0 {
+		limit = 1000
+	}
+	cands, err := e.queryIDs(ctx, e.q, catalog.JobPruneSelect, e.cat().Get(catalog.JobPruneSelect).SQL, p.Queue, string(p.Status), micros(p.OlderThan), limit)
+	if err != nil {
+		return nil, e.wrap("prune: select", err)
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	cands = sortedUnique(cands)
+	lock, del := e.cat().Get(catalog.JobPruneLock), e.cat().Get(catalog.JobDeleteMany)
+	var deleted []int64
+	err = e.inTx(ctx, func(q Querier) error {
+		deleted = deleted[:0]
+		chunk := e.chunkSize()
+		for start := 0; start < len(cands); start += chunk {
+			sqlText, args := e.cat().BindIDs(lock, cands[start:min(start+chunk, len(cands))], string(p.Status), micros(p.OlderThan))
+			still, err := e.queryIDs(ctx, q, lock.Name, sqlText, args...)
+			if err != nil {
+				return err
+			}
+			if len(still) == 0 {
+				continue
+			}
+			slices.Sort(still)
+			sqlText, args = e.cat().BindIDs(del, still)
+			if _, err := e.exec(ctx, q, del.Name, sqlText, args...); err != nil {
+				return err
+			}
+			deleted = append(deleted, still...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, e.wrap("prune", err)
+	}
+	return deleted, nil
+}
