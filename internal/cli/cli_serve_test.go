@@ -73,7 +73,7 @@ func TestCLIServeAndToolsThroughBinary(t *testing.T) {
 // whatever --dsn says) and deadlock decode, through the built binary.
 func TestCLIDatabaseFreeCommandsThroughBinary(t *testing.T) {
 	l := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}}
-	out := l.OK("deadlock", "decode", deadlockTestdata("seed_mysql84.txt"))
+	out := l.OK("deadlock", "decode", deadlockTestdata("claim_cancel_mysql84.txt"))
 	require.Contains(t, out, "Pattern: opposite-index-order on lab.attempt (idx_status vs PRIMARY)")
 	var rep struct {
 		Runs []json.RawMessage `json:"runs"`

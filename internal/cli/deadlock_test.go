@@ -19,8 +19,8 @@ import (
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
-func TestDeadlockDecodeSeedText(t *testing.T) {
-	code, out, errOut := runCLI(t, "deadlock", "decode", deadlockTestdata("seed_mysql84.txt"))
+func TestDeadlockDecodeMySQL84Text(t *testing.T) {
+	code, out, errOut := runCLI(t, "deadlock", "decode", deadlockTestdata("claim_cancel_mysql84.txt"))
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "Transaction (1)  trx 4254804, 12 row lock(s)\n  statement: UPDATE attempt SET status='CANCELLED' WHERE run_id=3")
 	require.Contains(t, out, "  holds:     idx_status of lab.attempt, X next-key\n             heap no 424: ('PENDING', 99)\n             heap no 429: ('PENDING', 300)")

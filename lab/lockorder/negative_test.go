@@ -14,9 +14,9 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
-// The second seed's own table and data: 1,000 attempts in 10 runs of 100,
+// The attempt table of the measured claim/cancel deadlock and its data: 1,000 attempts in 10 runs of 100,
 // two PENDING per run (ids ending in 99 and 00), the rest DONE.
-const seedSchema = `CREATE TABLE attempt (
+const attemptSchema = `CREATE TABLE attempt (
   id     BIGINT PRIMARY KEY,
   run_id BIGINT NOT NULL,
   status VARCHAR(16) NOT NULL,
@@ -24,11 +24,11 @@ const seedSchema = `CREATE TABLE attempt (
   KEY idx_status (status)
 ) ENGINE=InnoDB`
 
-func loadSeed(t *testing.T, db *sql.DB) {
+func loadAttemptTable(t *testing.T, db *sql.DB) {
 	t.Helper()
 	for _, q := range []string{
 		"DROP TABLE IF EXISTS attempt",
-		seedSchema,
+		attemptSchema,
 		`INSERT INTO attempt (id, run_id, status)
 		 SELECT n, (n - 1) DIV 100 + 1, IF(n % 100 IN (99, 0), 'PENDING', 'DONE')
 		 FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1 AS n FROM
@@ -53,10 +53,10 @@ func requireKey(t *testing.T, db *sql.DB, query string, want string) {
 	require.Equal(t, want, plan[0]["key"], "plan of %s", query)
 }
 
-// seedSessionA is the seed's session A: hold PRIMARY 300 with a locking
+// attemptSessionA is the measured timeline's session A: hold PRIMARY 300 with a locking
 // read (the same lock the following UPDATE takes first, taken early to
 // widen the gap between its two locks), pause, then run then.
-func seedSessionA(db *sql.DB, level sql.IsolationLevel, then string) locktest.SessionA {
+func attemptSessionA(db *sql.DB, level sql.IsolationLevel, then string) locktest.SessionA {
 	return func(ctx context.Context, pause func()) error {
 		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: level})
 		if err != nil {
@@ -75,7 +75,7 @@ func seedSessionA(db *sql.DB, level sql.IsolationLevel, then string) locktest.Se
 	}
 }
 
-func seedSessionB(db *sql.DB, level sql.IsolationLevel, stmts ...string) locktest.SessionB {
+func attemptSessionB(db *sql.DB, level sql.IsolationLevel, stmts ...string) locktest.SessionB {
 	return func(ctx context.Context) error {
 		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: level})
 		if err != nil {
@@ -99,7 +99,7 @@ const (
 )
 
 // TestNegativeControls: the harness that passes every writer pair must see
-// error 1213 when the second seed's unsafe statements are put back — or it
+// error 1213 when the claim/cancel deadlock's unsafe statements are put back — or it
 // could not see a deadlock at all. Each control is paired with its fixed
 // twin, run by the same harness on the same data.
 func TestNegativeControls(t *testing.T) {
@@ -115,7 +115,7 @@ func TestNegativeControls(t *testing.T) {
 		key      string
 		deadlock bool
 	}{
-		{"cancel as one range UPDATE through idx_status (seed) × claim by PRIMARY", claimPrimary, []string{cancelRange}, cancelRange, "idx_status", true},
+		{"cancel as one range UPDATE through idx_status (as measured) × claim by PRIMARY", claimPrimary, []string{cancelRange}, cancelRange, "idx_status", true},
 		{"fixed: cancel by PRIMARY in id order × claim by PRIMARY", claimPrimary, byPK, claimPrimary, "PRIMARY", false},
 		{"claim left unhinted (finds 300 through idx_status) × cancel by PRIMARY", fmt.Sprintf(cancelRowByPK, 300), []string{claimUnhinted}, claimUnhinted, "idx_status", true},
 		{"fixed: claim FORCE INDEX (PRIMARY) × cancel by PRIMARY", fmt.Sprintf(cancelRowByPK, 300), []string{claimPrimary}, claimPrimary, "PRIMARY", false},
@@ -123,11 +123,11 @@ func TestNegativeControls(t *testing.T) {
 	for _, level := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/%s", level, c.name), func(t *testing.T) {
-				loadSeed(t, db)
+				loadAttemptTable(t, db)
 				requireKey(t, db, c.explain, c.key)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
-				out, err := locktest.Interleave(ctx, s.observer.DB(), s.flavor, seedSessionA(db, level, c.a), seedSessionB(db, level, c.b...))
+				out, err := locktest.Interleave(ctx, s.observer.DB(), s.flavor, attemptSessionA(db, level, c.a), attemptSessionB(db, level, c.b...))
 				require.NoError(t, err)
 				require.True(t, out.BWaited, "B must be seen waiting for A's PRIMARY 300")
 				for _, w := range out.Waits {

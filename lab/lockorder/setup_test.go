@@ -53,7 +53,7 @@ func servers(t *testing.T) []server {
 	}
 }
 
-// loadAlmostDone loads the second seed's dangerous distribution — runs of
+// loadAlmostDone loads the dangerous distribution of the claim/cancel deadlock — runs of
 // 1,000 jobs with 2 PENDING each — and asserts the precondition every
 // interleaving depends on: each statement is planned as declared on it.
 // Without that check a passing interleaving would protect nothing.
@@ -65,7 +65,7 @@ func loadAlmostDone(t *testing.T, s server) {
 	require.NoError(t, err)
 	require.Empty(t, rep.FailureLines(), "the plans the interleavings rely on")
 	if s.flavor == lockview.MariaDB {
-		// And the data is the dangerous kind: the seed's cancel, written as
+		// And the data is the dangerous kind: the range cancel, written as
 		// one range UPDATE on these tables, would be planned through the
 		// status-led index here — the order the catalogue's hints prevent.
 		requireKey(t, s.drv.DB(), "UPDATE lockstep_jobs SET status = 'CANCELLED' WHERE run_id = 1 AND status IN ('PENDING', 'RUNNING')", "lockstep_jobs_heartbeat")

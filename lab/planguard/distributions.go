@@ -41,7 +41,7 @@ func NearEmpty() Distribution {
 }
 
 // FreshRun: a run just enqueued, all PENDING, beside an older run that is
-// finishing. The second seed's plan for its cancel here was idx_run.
+// finishing. The published MySQL 8.4 plan for the range cancel here was idx_run.
 func FreshRun() Distribution {
 	return Distribution{
 		Name: "fresh-run", About: "run 2: 1,000 PENDING; run 1: 994 DONE, 1 FAILED, 5 RUNNING",
@@ -50,7 +50,7 @@ func FreshRun() Distribution {
 	}
 }
 
-// AlmostDone is the second seed's dangerous case: runs with 2 PENDING jobs
+// AlmostDone is the dangerous case of the claim/cancel deadlock: runs with 2 PENDING jobs
 // of 1,000, where a status-led index looks far cheaper than the run index
 // or the primary key, and the cancel's lock order flips.
 func AlmostDone() Distribution {

@@ -1,7 +1,7 @@
 // Package planguard checks that the database plans every catalogue
 // statement the way the catalogue declares: the index that finds its rows
 // is the declared one, nothing is found by a full scan, and a claim neither
-// sorts nor reads past its LIMIT. The second seed's deadlock came from a
+// sorts nor reads past its LIMIT. The claim/cancel deadlock came from a
 // plan the optimizer picked from the data distribution, so the guard loads
 // several distributions and EXPLAINs every statement under each of them.
 package planguard

@@ -23,7 +23,7 @@ func values(r *Record) []string { return r.Values() }
 // The claim/cancel deadlock report from the published MySQL 8.4
 // measurements, copied as printed, with the author's "(생략)" elisions.
 func TestMySQL84Report(t *testing.T) {
-	rs := parseFile(t, "seed_mysql84.txt")
+	rs := parseFile(t, "claim_cancel_mysql84.txt")
 	require.Len(t, rs, 1)
 	checkMySQL84Report(t, rs[0])
 }
@@ -273,7 +273,7 @@ func TestDecodeValue(t *testing.T) {
 }
 
 func TestMalformed(t *testing.T) {
-	report, err := os.ReadFile("testdata/seed_mysql84.txt")
+	report, err := os.ReadFile("testdata/claim_cancel_mysql84.txt")
 	require.NoError(t, err)
 	s := string(report)
 	head, _, ok := strings.Cut(s, "*** WE ROLL BACK")
@@ -309,7 +309,7 @@ func TestShape(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"seed_mysql84.txt", "sample_deadlock_composite_claimpk.txt", "sample_deadlock_ids_then_pk_defaultclaim.txt"} {
+	for _, name := range []string{"claim_cancel_mysql84.txt", "sample_deadlock_composite_claimpk.txt", "sample_deadlock_ids_then_pk_defaultclaim.txt"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		require.NoError(f, err)
 		f.Add(string(b))

@@ -16,7 +16,7 @@ CREATE TABLE lockstep_runs (
 -- Every by-id write says FORCE INDEX (PRIMARY): with extended keys the
 -- status-led heartbeat index is (status, heartbeat_at, id), and MariaDB
 -- would otherwise find "WHERE id=? AND status=?" through it, locking the
--- secondary record before PRIMARY — the second seed's reversed order.
+-- secondary record before PRIMARY — the range cancel's reversed order.
 CREATE TABLE lockstep_jobs (
   id            BIGINT       NOT NULL AUTO_INCREMENT,
   run_id        BIGINT       NULL,
