@@ -90,9 +90,9 @@ func Distributions() []Distribution {
 	}
 }
 
-// SeedData is the two-pending table (10 runs × 100, the last 2 of each
+// TwoPending is the two-pending table (10 runs × 100, the last 2 of each
 // PENDING): the data the reproduction and the race use.
-func SeedData() Distribution { return Distributions()[0] }
+func TwoPending() Distribution { return Distributions()[0] }
 
 // ParseDistribution reads NAME:RUNSIZE:PENDING (run 3's size and PENDING
 // count among 99 other runs of 100 DONE attempts), for distributions a

@@ -64,7 +64,7 @@ func Run(ctx context.Context, db *sql.DB, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("race: %s: %w", opts.Cancel.Name, err)
 		}
 	}
-	if err := attempt.Load(ctx, db, attempt.SeedData()); err != nil {
+	if err := attempt.Load(ctx, db, attempt.TwoPending()); err != nil {
 		return nil, err
 	}
 	// Enough connections for every session of a round at once.

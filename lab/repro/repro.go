@@ -103,7 +103,7 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 			return nil, fmt.Errorf("repro: %s: %w", opts.Cancel.Name, err)
 		}
 	}
-	if err := attempt.Load(ctx, db, attempt.SeedData()); err != nil {
+	if err := attempt.Load(ctx, db, attempt.TwoPending()); err != nil {
 		return nil, err
 	}
 	res := &Result{}

@@ -102,6 +102,6 @@ plan the literal claim differently.`,
 	f.IntVar(&o.LockSamples, "lock-samples", o.LockSamples, "claims held open to read their locks, per claim kind and depth")
 	f.DurationVar(&o.Budget, "budget", o.Budget,
 		fmt.Sprintf("longest time spent timing one claim kind at one depth (at least %d claims are timed)", depth.MinClaims))
-	f.BoolVar(&o.SeedReadCommitted, "literal-read-committed", false, "run the literal claims at READ COMMITTED instead of the server's default")
+	f.BoolVar(&o.LiteralReadCommitted, "literal-read-committed", false, "run the literal claims at READ COMMITTED instead of the server's default")
 	return cmd
 }

@@ -43,10 +43,10 @@ type Options struct {
 	// Budget bounds the time spent timing claims of one system at one
 	// depth: past it, sampling stops (after at least MinClaims claims).
 	Budget time.Duration
-	// SeedReadCommitted runs the literal claim's transactions at READ
+	// LiteralReadCommitted runs the literal claim's transactions at READ
 	// COMMITTED instead of the server's default (REPEATABLE READ on
 	// MariaDB).
-	SeedReadCommitted bool
+	LiteralReadCommitted bool
 	// Logf, when set, is told about progress.
 	Logf func(format string, args ...any)
 }

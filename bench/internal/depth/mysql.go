@@ -41,7 +41,7 @@ func MySQL(ctx context.Context, lockstepDSN, literalDSN string, o Options) (_ *R
 	}
 	literalDB := sql.OpenDB(connector)
 	defer literalDB.Close()
-	lit, err := newMyLiteral(ctx, literalDB, o.SeedReadCommitted)
+	lit, err := newMyLiteral(ctx, literalDB, o.LiteralReadCommitted)
 	if err != nil {
 		return nil, err
 	}
