@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockstep-queue/lockstep/internal/proc"
 )
 
 // Options configures Start. The zero value works on a Debian system with
@@ -75,7 +77,7 @@ type Session struct {
 	id     string
 	base   string // chromedriver's URL, http://127.0.0.1:port
 	client *http.Client
-	proc   *process
+	proc   *proc.Process
 	dir    string // created by Start, removed by Close
 
 	closeOnce sync.Once
@@ -98,7 +100,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 
-	dir, err := os.MkdirTemp(opts.TempDir, dirPrefix+strconv.Itoa(os.Getpid())+"-")
+	dir, err := proc.OwnedTempDir(opts.TempDir, dirPrefix, "")
 	if err != nil {
 		return nil, fmt.Errorf("browser: %w", err)
 	}
@@ -139,7 +141,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	}
 	if err := s.call(ctx, http.MethodPost, "/session", caps, &created); err != nil {
 		log := logSince(logPath, offset)
-		s.proc.stop(syscall.SIGKILL, 0)
+		s.proc.Stop(syscall.SIGKILL, 0)
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("browser: start %s: %w\nchromedriver output:\n%s", chromium, err, log)
 	}
@@ -165,20 +167,20 @@ func (s *Session) startDriver(ctx context.Context, path, logPath string) error {
 		offset := fileSize(logPath)
 		cmd := exec.Command(path, "--port="+strconv.Itoa(port))
 		cmd.Stdout, cmd.Stderr = logf, logf
-		proc, err := startProcess(cmd)
+		p, err := proc.Start(cmd, nil)
 		logf.Close() // the child has its own descriptor
 		if err != nil {
 			return fmt.Errorf("browser: start %s: %w", path, err)
 		}
-		s.proc = proc
+		s.proc = p
 		s.base = "http://127.0.0.1:" + strconv.Itoa(port)
 		err = s.waitReady(ctx)
 		if err == nil {
 			return nil
 		}
-		proc.stop(syscall.SIGKILL, 0)
+		p.Stop(syscall.SIGKILL, 0)
 		log := logSince(logPath, offset)
-		if proc.err != nil && strings.Contains(log, "Address already in use") && attempt < attempts {
+		if p.Wait() != nil && strings.Contains(log, "Address already in use") && attempt < attempts {
 			continue // someone took the port between freePort and bind
 		}
 		return fmt.Errorf("browser: start %s: %w\nchromedriver output:\n%s", path, err, log)
@@ -197,15 +199,15 @@ func (s *Session) waitReady(ctx context.Context) error {
 		lastErr = s.call(ctx, http.MethodGet, "/status", nil, &status)
 		// A chromedriver that lost the race for the port exits at once;
 		// whoever won it must not be mistaken for ours.
-		if lastErr == nil && status.Ready && !s.proc.hasExited() {
+		if lastErr == nil && status.Ready && !s.proc.HasExited() {
 			return nil
 		}
 		if lastErr == nil {
 			lastErr = fmt.Errorf("not ready: %s", status.Message)
 		}
 		select {
-		case <-s.proc.exited:
-			return fmt.Errorf("chromedriver exited before it was ready: %v", s.proc.err)
+		case <-s.proc.Exited():
+			return fmt.Errorf("chromedriver exited before it was ready: %v", s.proc.Wait())
 		case <-ctx.Done():
 			return fmt.Errorf("chromedriver not ready: %w (last status: %v)", ctx.Err(), lastErr)
 		case <-tick.C:
@@ -247,19 +249,18 @@ func (s *Session) close() error {
 	if err := s.call(ctx, http.MethodDelete, s.path(""), nil, nil); err != nil {
 		errs = append(errs, fmt.Errorf("browser: delete session: %w", err))
 		// Chromium may still run, in chromedriver's process group even if
-		// chromedriver itself died: a group id is not handed out again
-		// while the group has members.
-		_ = syscall.Kill(-s.proc.cmd.Process.Pid, syscall.SIGKILL)
+		// chromedriver itself died.
+		_ = s.proc.SignalGroup(syscall.SIGKILL)
 	} else {
 		// A chromedriver killed right after the delete sometimes leaves a
 		// scoped_dir in /tmp behind; asked to shut down, it removes it.
 		_ = s.call(ctx, http.MethodGet, "/shutdown", nil, nil)
 		select {
-		case <-s.proc.exited:
+		case <-s.proc.Exited():
 		case <-ctx.Done():
 		}
 	}
-	s.proc.stop(syscall.SIGKILL, 0)
+	s.proc.Stop(syscall.SIGKILL, 0)
 	s.client.CloseIdleConnections()
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("browser: %w", err))

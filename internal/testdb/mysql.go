@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lockstep-queue/lockstep/internal/proc"
 )
 
 // EnvMySQLDSN names an existing MySQL/MariaDB server (go-sql-driver/mysql DSN
@@ -162,7 +164,7 @@ func launchMySQL(dir, mariadbd, installDB string, durable bool) (*server, error)
 }
 
 func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*server, error) {
-	launch := func() (*process, error) {
+	launch := func() (*proc.Process, error) {
 		logFile, err := openLog(errorLog)
 		if err != nil {
 			return nil, err
@@ -172,9 +174,9 @@ func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*
 		cmd.Dir = dir
 		// Errors from before the error log is opened (bad options) go here too.
 		cmd.Stdout, cmd.Stderr = logFile, logFile
-		return startProcess(cmd, nil)
+		return proc.Start(cmd, nil)
 	}
-	proc, err := launch()
+	p, err := launch()
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +187,7 @@ func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*
 		adminDSN: base + params,
 		dsn:      func(name string) string { return base + name + params },
 		errorLog: errorLog,
-		proc:     proc,
+		proc:     p,
 		stopSig:  syscall.SIGKILL, // its data is about to be deleted anyway
 		dir:      dir,
 		cleanSig: syscall.SIGTERM,
@@ -197,7 +199,7 @@ func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*
 		_ = s.close()
 		return nil, err
 	}
-	if err := waitReady(context.Background(), proc, s.admin); err != nil {
+	if err := waitReady(context.Background(), p, s.admin); err != nil {
 		s.dir = ""
 		_ = s.close()
 		return nil, err

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/lockstep-queue/lockstep/internal/proc"
 )
 
 // EnvPostgresDSN names an existing PostgreSQL server (a postgres:// URL for a
@@ -214,7 +216,7 @@ func launchPostgres(dir, binDir string, durable bool) (*server, error) {
 }
 
 func runPostgres(newCmd func() *exec.Cmd, cred *syscall.Credential, port int, dir, logPath string) (*server, error) {
-	launch := func() (*process, error) {
+	launch := func() (*proc.Process, error) {
 		logFile, err := openLog(logPath)
 		if err != nil {
 			return nil, err
@@ -222,9 +224,9 @@ func runPostgres(newCmd func() *exec.Cmd, cred *syscall.Credential, port int, di
 		defer logFile.Close()
 		cmd := newCmd()
 		cmd.Stdout, cmd.Stderr = logFile, logFile
-		return startProcess(cmd, cred)
+		return proc.Start(cmd, cred)
 	}
-	proc, err := launch()
+	p, err := launch()
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +240,7 @@ func runPostgres(newCmd func() *exec.Cmd, cred *syscall.Credential, port int, di
 		adminDSN: withDatabase(base, "postgres"),
 		dsn:      func(name string) string { return withDatabase(base, name) },
 		errorLog: logPath,
-		proc:     proc,
+		proc:     p,
 		// Immediate shutdown: no checkpoint, but the postmaster still
 		// stops its backends and releases shared memory.
 		stopSig:  syscall.SIGQUIT,
@@ -252,7 +254,7 @@ func runPostgres(newCmd func() *exec.Cmd, cred *syscall.Credential, port int, di
 		_ = s.close()
 		return nil, err
 	}
-	if err := waitReady(context.Background(), proc, s.admin); err != nil {
+	if err := waitReady(context.Background(), p, s.admin); err != nil {
 		s.dir = ""
 		_ = s.close()
 		return nil, err

@@ -212,7 +212,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
-	err = s.s.proc.shutdown(ctx, s.s.cleanSig)
+	err = s.s.proc.Shutdown(ctx, s.s.cleanSig)
 	holdErr := s.holdPort()
 	if err != nil {
 		return fmt.Errorf("testdb: stopping the server: %v\n%s", err, logTail(s.s.errorLog))
@@ -231,7 +231,7 @@ func (s *Server) Kill() error {
 		return err
 	}
 	defer unlock()
-	s.s.proc.kill()
+	s.s.proc.Kill()
 	return s.holdPort()
 }
 
@@ -252,13 +252,13 @@ func (s *Server) Start(ctx context.Context) error {
 	s.s.hold = nil
 	for {
 		logStart := fileSize(s.s.errorLog)
-		proc, err := s.s.relaunch()
+		p, err := s.s.relaunch()
 		if err == nil {
-			if err = waitReady(ctx, proc, s.s.admin); err == nil {
-				s.s.proc = proc
+			if err = waitReady(ctx, p, s.s.admin); err == nil {
+				s.s.proc = p
 				return nil
 			}
-			proc.kill()
+			p.Kill()
 		}
 		// A killed server's processes may still be on their way out
 		// (PostgreSQL backends leave on their own, holding shared memory
@@ -270,8 +270,8 @@ func (s *Server) Start(ctx context.Context) error {
 				continue
 			}
 		}
-		if proc != nil {
-			s.s.proc = proc // exited: the server stays stopped
+		if p != nil {
+			s.s.proc = p // exited: the server stays stopped
 		}
 		holdErr := s.holdPort()
 		return errors.Join(fmt.Errorf("testdb: starting the server again on port %d: %v\n%s",
@@ -329,14 +329,7 @@ func (s *Server) usable() error {
 }
 
 // running reports whether the server's process is alive; s.life is held.
-func (s *Server) running() bool {
-	select {
-	case <-s.s.proc.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (s *Server) running() bool { return !s.s.proc.HasExited() }
 
 // holdPort reserves the port of the stopped server; s.life is held.
 func (s *Server) holdPort() error {

@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstep-queue/lockstep/internal/proc"
 )
 
 const (
@@ -49,7 +51,7 @@ type server struct {
 	drop     func(ctx context.Context, dbName string) error
 	errorLog string // "" for external servers
 
-	proc    *process
+	proc    *proc.Process
 	stopSig syscall.Signal
 	dir     string // removed after the server has stopped
 
@@ -60,7 +62,7 @@ type server struct {
 	// directory); port is the TCP port; hold reserves it while the server
 	// is stopped.
 	cleanSig syscall.Signal
-	relaunch func() (*process, error)
+	relaunch func() (*proc.Process, error)
 	port     int
 	hold     *portHold
 }
@@ -70,7 +72,7 @@ func (s *server) close() error {
 		_ = s.admin.Close()
 	}
 	if s.proc != nil {
-		s.proc.stop(s.stopSig, 10*time.Second)
+		s.proc.Stop(s.stopSig, 10*time.Second)
 	}
 	s.hold.release()
 	s.hold = nil
@@ -158,7 +160,7 @@ func randomHex(n int) string {
 
 // waitReady pings until the server accepts connections, the process dies,
 // ctx ends or readyTimeout passes.
-func waitReady(ctx context.Context, p *process, db *sql.DB) error {
+func waitReady(ctx context.Context, p *proc.Process, db *sql.DB) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, readyTimeout, fmt.Errorf("%v passed", readyTimeout))
 	defer cancel()
 	for {
@@ -169,8 +171,8 @@ func waitReady(ctx context.Context, p *process, db *sql.DB) error {
 			return nil
 		}
 		select {
-		case <-p.exited:
-			return fmt.Errorf("server exited before accepting connections (%v)", p.err)
+		case <-p.Exited():
+			return fmt.Errorf("server exited before accepting connections (%v)", p.Wait())
 		case <-ctx.Done():
 			return fmt.Errorf("server not accepting connections (%v): %v", context.Cause(ctx), err)
 		case <-time.After(50 * time.Millisecond):
