@@ -225,7 +225,7 @@ func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
 func (d *Driver) WithIsolation(level sql.IsolationLevel) *Driver {
 	cp := *d
 	cp.isolation = level
-	cp.Shell = shell.Derive(d.Shell, func(c *shell.Config) { c.BeginSQL, c.Exec.BeginTx = cp.beginTx, cp.beginTx })
+	cp.Shell = shell.Derive(d.Shell, func(c *shell.Config) { c.BeginSQL = cp.beginTx })
 	return &cp
 }
 
