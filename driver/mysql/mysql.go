@@ -217,11 +217,15 @@ func (d *Driver) UnwrapTx(tx any) (driver.Executor, error) {
 	return shell.InTx(&d.Shell, sqlexec.SQL(t)), nil
 }
 
-// WithIsolation returns a driver on the same pool whose own transactions run
-// at the given level. lockstep is written for READ COMMITTED (the default),
-// which locks only the rows a statement changes; REPEATABLE READ adds gap
-// locks, and the soak runs under it to show the lock order holds there too.
-// Statements run outside a transaction use the session's level.
+// WithIsolation returns a driver on the same pool whose Begin and BeginSQL
+// open transactions at the given level; statements run outside a
+// transaction use the session's level. The executor's own multi-statement
+// transactions (the MySQL claim, heartbeat, cancel, prune, batched DONE)
+// stay at READ COMMITTED whatever is asked here: lockstep's lock order is
+// proven for READ COMMITTED, which locks only the rows a statement changes,
+// and a soak that ran those transactions at REPEATABLE READ as well saw a
+// claim deadlock once a minute on MariaDB 10.11 (gap locks). The soak runs
+// at REPEATABLE READ sessions to show the single statements hold there too.
 func (d *Driver) WithIsolation(level sql.IsolationLevel) *Driver {
 	cp := *d
 	cp.isolation = level
