@@ -77,8 +77,10 @@ func ExampleRecordOutput() {
 	ctx := context.Background()
 	drv, cleanup := exampleDriver(ctx)
 	defer cleanup()
+	done := make(chan struct{})
 	workers := lockstep.NewWorkers()
 	lockstep.AddWorker(workers, lockstep.WorkFunc(func(ctx context.Context, job *lockstep.Job[SyncAccount]) error {
+		defer close(done)
 		return lockstep.RecordOutput(ctx, map[string]int{"synced": 12})
 	}))
 	client, err := lockstep.NewClient(drv, lockstep.Config{Workers: workers, PollInterval: 50 * time.Millisecond})
@@ -93,18 +95,16 @@ func ExampleRecordOutput() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for {
-		job, err := client.Job(ctx, res.ID)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if job.Status == lockstep.StatusDone {
-			fmt.Println(string(job.Metadata), string(job.Output))
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	<-done
+	if err := client.Stop(ctx); err != nil { // writes the job's DONE with its output
+		log.Fatal(err)
 	}
-	// Output: {"requested_by":"ada"} {"synced":12}
+	job, err := client.Job(ctx, res.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(job.Status, string(job.Metadata), string(job.Output))
+	// Output: DONE {"requested_by":"ada"} {"synced":12}
 }
 
 // ExamplePeriodicJob declares a job enqueued at the top of every hour
