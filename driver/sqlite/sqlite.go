@@ -121,7 +121,9 @@ func classify(err error) (rowtype.ErrorKind, string) {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return rowtype.ErrorBusy, strconv.Itoa(code)
 	}
-	if code == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+	// A primary key is a unique index too: MySQL's 1062 and PostgreSQL's
+	// 23505 cover both, and so does this.
+	if code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 		return rowtype.ErrorDuplicate, strconv.Itoa(code)
 	}
 	return rowtype.ErrorOther, strconv.Itoa(code)

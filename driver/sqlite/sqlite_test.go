@@ -46,3 +46,23 @@ func TestClassifiesBusy(t *testing.T) {
 	require.Equal(t, rowtype.ErrorBusy, d.ClassifyError(err))
 	require.True(t, d.ClassifyError(err).Retryable())
 }
+
+// TestClassifiesDuplicateKeys: a duplicate primary key is a duplicate like
+// a duplicate unique key, as it is on MySQL and PostgreSQL.
+func TestClassifiesDuplicateKeys(t *testing.T) {
+	ctx := context.Background()
+	d, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "dup.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	_, err = d.DB().ExecContext(ctx, "CREATE TABLE dup (id INTEGER PRIMARY KEY, name TEXT UNIQUE)")
+	require.NoError(t, err)
+	_, err = d.DB().ExecContext(ctx, "INSERT INTO dup (id, name) VALUES (1, 'a')")
+	require.NoError(t, err)
+	_, err = d.DB().ExecContext(ctx, "INSERT INTO dup (id, name) VALUES (1, 'b')")
+	require.Error(t, err)
+	require.Equal(t, rowtype.ErrorDuplicate, d.ClassifyError(err), "primary key")
+	_, err = d.DB().ExecContext(ctx, "INSERT INTO dup (id, name) VALUES (2, 'a')")
+	require.Error(t, err)
+	require.Equal(t, rowtype.ErrorDuplicate, d.ClassifyError(err), "unique index")
+	require.False(t, d.ClassifyError(err).Retryable())
+}
