@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
@@ -235,14 +236,13 @@ func setup(t *testing.T, newDriver Factory) driver.Driver {
 	return drv
 }
 
+// setupOpener is setup that also returns the opener, for scenarios that
+// open more pools on the same database.
 func setupOpener(t *testing.T, newDriver Factory) (driver.Driver, Opener) {
 	t.Helper()
 	open := newDriver(t)
 	drv := open(t)
-	m, err := migrate.New(drv)
-	require.NoError(t, err)
-	_, err = m.Up(context.Background())
-	require.NoError(t, err)
+	drivertest.Migrate(t, drv)
 	return drv, open
 }
 
