@@ -2,13 +2,13 @@ GO ?= go
 # apt-get needs root; CI containers usually run as root and have no sudo.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps vet tidy-check test demo bench-dashboard bench bench-smoke bench-check bench-build
+.PHONY: deps deps-oracle-mysql vet tidy-check test demo bench-dashboard bench bench-smoke bench-check bench-build
 
 # internal/testdb starts throwaway MariaDB and PostgreSQL servers from these
 # binaries; it never uses a system service, so only the packages are needed.
 # internal/browser drives Debian's chromium through chromium-driver; its tests
 # fail, not skip, without them. apt-get update runs only if something is missing.
-deps:
+deps: deps-oracle-mysql
 	@have_my=; have_pg=; pkgs=; \
 	{ command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 && \
 	  { command -v mariadb-install-db || [ -x /usr/bin/mariadb-install-db ]; } >/dev/null 2>&1 && have_my=1; \
@@ -26,6 +26,24 @@ deps:
 	  echo "installing" $$pkgs; \
 	  $(SUDO) apt-get update && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs; \
+	fi
+
+# Oracle MySQL: Debian 12 has no package, and Debian unstable's
+# mysql-server-core needs a newer C library than the host's, so internal/testdb
+# runs it with chroot from a minimal Debian unstable userland built here once,
+# outside the repository, and reused by every later run (a new machine builds
+# it again). The mirror is the one the machine's own apt sources name.
+ORACLE_MYSQL_ROOT ?= /var/cache/lockstep/mysql-sid
+
+deps-oracle-mysql:
+	@if [ ! -x "$(ORACLE_MYSQL_ROOT)/usr/sbin/mysqld" ]; then \
+	  mirror=$$(grep -h -oE 'https?://[^ ]+/debian/?( |$$)' /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1 | tr -d ' '); \
+	  [ -n "$$mirror" ] || { echo "no Debian mirror in the apt sources: cannot build the Oracle MySQL userland"; exit 1; }; \
+	  command -v debootstrap >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap; }; \
+	  echo "building the Oracle MySQL userland in $(ORACLE_MYSQL_ROOT) (Debian unstable, mysql-server-core)"; \
+	  $(SUDO) rm -rf "$(ORACLE_MYSQL_ROOT).new" && $(SUDO) mkdir -p "$$(dirname "$(ORACLE_MYSQL_ROOT)")" && \
+	  $(SUDO) debootstrap --variant=minbase --include=mysql-server-core sid "$(ORACLE_MYSQL_ROOT).new" "$$mirror" >/dev/null && \
+	  $(SUDO) rm -rf "$(ORACLE_MYSQL_ROOT)" && $(SUDO) mv "$(ORACLE_MYSQL_ROOT).new" "$(ORACLE_MYSQL_ROOT)"; \
 	fi
 
 vet:

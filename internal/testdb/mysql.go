@@ -164,13 +164,19 @@ func launchMySQL(dir, mariadbd, installDB string, durable bool) (*server, error)
 }
 
 func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*server, error) {
+	return runMySQLCommand(dir, func() *exec.Cmd { return exec.Command(mariadbd, args...) }, port, errorLog)
+}
+
+// runMySQLCommand starts the server newCmd builds (mariadbd, or Oracle's
+// mysqld through chroot) and waits until root can connect over TCP.
+func runMySQLCommand(dir string, newCmd func() *exec.Cmd, port int, errorLog string) (*server, error) {
 	launch := func() (*proc.Process, error) {
 		logFile, err := openLog(errorLog)
 		if err != nil {
 			return nil, err
 		}
 		defer logFile.Close()
-		cmd := exec.Command(mariadbd, args...)
+		cmd := newCmd()
 		cmd.Dir = dir
 		// Errors from before the error log is opened (bad options) go here too.
 		cmd.Stdout, cmd.Stderr = logFile, logFile

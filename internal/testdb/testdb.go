@@ -105,9 +105,10 @@ func (l *lazyServer) get(t testing.TB, start func(testing.TB) (*server, error)) 
 // registry is the package's only mutable state: the servers this test
 // binary has started, which Main stops.
 var registry struct {
-	inMain   atomic.Bool
-	mysql    lazyServer
-	postgres lazyServer
+	inMain      atomic.Bool
+	mysql       lazyServer
+	oracleMySQL lazyServer
+	postgres    lazyServer
 }
 
 // Main runs the tests, then stops and removes every server this binary
@@ -116,7 +117,7 @@ func Main(m *testing.M) int {
 	registry.inMain.Store(true)
 	removeStale()
 	code := m.Run()
-	for _, l := range []*lazyServer{&registry.mysql, &registry.postgres} {
+	for _, l := range []*lazyServer{&registry.mysql, &registry.oracleMySQL, &registry.postgres} {
 		// Consuming the Once keeps a goroutine that outlived its test from
 		// starting a server nobody would stop.
 		l.once.Do(func() { l.err = errors.New("testdb: Main has already stopped the test servers") })

@@ -38,9 +38,39 @@ func queryString(t *testing.T, db *sql.DB, query string, args ...any) string {
 	return s
 }
 
+// mysqlFlavor is one MySQL-family server testdb starts: MariaDB, or Oracle
+// MySQL from its userland.
+type mysqlFlavor struct {
+	name     string
+	env      string
+	dsn      func(testing.TB) string
+	admin    func(testing.TB) string
+	errorLog func(testing.TB) string
+}
+
+func mysqlFlavors() []mysqlFlavor {
+	return []mysqlFlavor{
+		{"MariaDB", testdb.EnvMySQLDSN, testdb.MySQL, testdb.MySQLAdminDSN, testdb.MySQLErrorLog},
+		{"OracleMySQL", testdb.EnvOracleMySQLDSN, testdb.OracleMySQL, testdb.OracleMySQLAdminDSN, testdb.OracleMySQLErrorLog},
+	}
+}
+
+// forEachMySQL runs fn in a parallel subtest per MySQL-family server.
+func forEachMySQL(t *testing.T, fn func(t *testing.T, f mysqlFlavor)) {
+	for _, f := range mysqlFlavors() {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, f)
+		})
+	}
+}
+
 func TestMySQLFreshDatabases(t *testing.T) {
-	t.Parallel()
-	dsn1, dsn2 := testdb.MySQL(t), testdb.MySQL(t)
+	forEachMySQL(t, testMySQLFreshDatabases)
+}
+
+func testMySQLFreshDatabases(t *testing.T, f mysqlFlavor) {
+	dsn1, dsn2 := f.dsn(t), f.dsn(t)
 	db1, db2 := open(t, "mysql", dsn1), open(t, "mysql", dsn2)
 
 	name1 := queryString(t, db1, "SELECT DATABASE()")
@@ -63,10 +93,13 @@ func TestMySQLFreshDatabases(t *testing.T) {
 }
 
 func TestMySQLServerSettings(t *testing.T) {
-	t.Parallel()
-	admin := open(t, "mysql", testdb.MySQLAdminDSN(t))
+	forEachMySQL(t, testMySQLServerSettings)
+}
+
+func testMySQLServerSettings(t *testing.T, f mysqlFlavor) {
+	admin := open(t, "mysql", f.admin(t))
 	// An external server is configured by whoever runs it.
-	ours := os.Getenv(testdb.EnvMySQLDSN) == ""
+	ours := os.Getenv(f.env) == ""
 
 	var name, value string
 	if err := admin.QueryRow("SHOW GLOBAL VARIABLES LIKE 'innodb_print_all_deadlocks'").Scan(&name, &value); err != nil {
@@ -84,7 +117,7 @@ func TestMySQLServerSettings(t *testing.T) {
 		t.Fatalf("unexpected InnoDB status:\n%s", status)
 	}
 	if ours {
-		if _, err := os.Stat(testdb.MySQLErrorLog(t)); err != nil {
+		if _, err := os.Stat(f.errorLog(t)); err != nil {
 			t.Fatalf("error log: %v", err)
 		}
 	}
@@ -93,12 +126,15 @@ func TestMySQLServerSettings(t *testing.T) {
 // TestMySQLDeadlockReachesErrorLog checks the whole path later tests rely
 // on: a deadlock between two of our connections ends up in MySQLErrorLog.
 func TestMySQLDeadlockReachesErrorLog(t *testing.T) {
-	t.Parallel()
-	logPath := testdb.MySQLErrorLog(t)
+	forEachMySQL(t, testMySQLDeadlockReachesErrorLog)
+}
+
+func testMySQLDeadlockReachesErrorLog(t *testing.T, f mysqlFlavor) {
+	logPath := f.errorLog(t)
 	if logPath == "" {
 		t.Skip("external server: its error log is not ours to read")
 	}
-	db := open(t, "mysql", testdb.MySQL(t))
+	db := open(t, "mysql", f.dsn(t))
 	if _, err := db.Exec("CREATE TABLE d (id INT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
 		t.Fatal(err)
 	}
