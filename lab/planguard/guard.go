@@ -120,13 +120,16 @@ type dialect interface {
 // querier is a *sql.DB or *sql.Tx: EXPLAIN outside or inside a
 // transaction.
 type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func dialectOf(drv driver.Driver) (dialect, error) {
+// dialectOf asks the server what it is: MariaDB and MySQL print plans
+// differently.
+func dialectOf(ctx context.Context, drv driver.Driver) (dialect, error) {
 	switch drv.Dialect() {
 	case "mysql":
-		return mysqlDialect{}, nil
+		return newMySQLDialect(ctx, drv.DB())
 	case "postgres":
 		return postgresDialect{}, nil
 	}
@@ -137,7 +140,7 @@ func dialectOf(drv driver.Driver) (dialect, error) {
 // holds now. It changes nothing, except that a claim is measured inside a
 // transaction that is rolled back.
 func Check(ctx context.Context, drv driver.Driver, opts Options) (*Report, error) {
-	d, err := dialectOf(drv)
+	d, err := dialectOf(ctx, drv)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +160,7 @@ func Check(ctx context.Context, drv driver.Driver, opts Options) (*Report, error
 // tables must be empty at the start (it is meant for a scratch database)
 // and are emptied again at the end.
 func CheckDistributions(ctx context.Context, drv driver.Driver, dists []Distribution, opts Options) (*Report, error) {
-	d, err := dialectOf(drv)
+	d, err := dialectOf(ctx, drv)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +193,7 @@ func CheckDistributions(ctx context.Context, drv driver.Driver, dists []Distribu
 // refreshes statistics; tests load one before an interleaving so that the
 // dangerous plan is the likely one. Distribution{} empties the tables.
 func Load(ctx context.Context, drv driver.Driver, dist Distribution) error {
-	d, err := dialectOf(drv)
+	d, err := dialectOf(ctx, drv)
 	if err != nil {
 		return err
 	}

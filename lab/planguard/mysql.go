@@ -3,90 +3,68 @@ package planguard
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/lockstep-queue/lockstep/internal/mysqlplan"
 )
 
-type mysqlDialect struct{}
+// mysqlDialect reads plans through internal/mysqlplan, which asks each
+// server in its own words (MariaDB: EXPLAIN, ANALYZE; MySQL: EXPLAIN
+// FORMAT=TRADITIONAL, EXPLAIN ANALYZE) and returns the same facts.
+type mysqlDialect struct {
+	srv mysqlplan.Server
+}
+
+func newMySQLDialect(ctx context.Context, db *sql.DB) (mysqlDialect, error) {
+	srv, err := mysqlplan.Detect(ctx, db)
+	if err != nil {
+		return mysqlDialect{}, fmt.Errorf("planguard: %w", err)
+	}
+	return mysqlDialect{srv: srv}, nil
+}
 
 func (mysqlDialect) locksIndexRecords() bool { return true }
 
 func (mysqlDialect) rebind(q string) string { return q }
 
 func (m mysqlDialect) explain(ctx context.Context, q querier, sqlText string, args []any) (Plan, error) {
-	return m.jsonPlan(ctx, q, "EXPLAIN FORMAT=JSON "+sqlText, args)
+	p, err := m.srv.Explain(ctx, q, sqlText, args...)
+	if err != nil {
+		return Plan{}, err
+	}
+	return fromMySQL(p), nil
 }
 
-// analyzeClaim: ANALYZE runs the statement, so the claim runs in a
-// transaction that is rolled back; r_rows is what it really read.
+// analyzeClaim: ANALYZE (EXPLAIN ANALYZE on MySQL) runs the statement, so
+// the claim runs in a transaction that is rolled back; what each access
+// read is what it really read.
 func (m mysqlDialect) analyzeClaim(ctx context.Context, db *sql.DB, sqlText string, args []any) (Plan, error) {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return Plan{}, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	return m.jsonPlan(ctx, tx, "ANALYZE FORMAT=JSON "+sqlText, args)
-}
-
-func (mysqlDialect) jsonPlan(ctx context.Context, q querier, query string, args []any) (Plan, error) {
-	var raw string
-	if err := q.QueryRowContext(ctx, query, args...).Scan(&raw); err != nil {
+	p, err := m.srv.Analyze(ctx, tx, sqlText, args...)
+	if err != nil {
 		return Plan{}, err
 	}
-	var tree any
-	if err := json.Unmarshal([]byte(raw), &tree); err != nil {
-		return Plan{}, fmt.Errorf("parse EXPLAIN output: %w", err)
-	}
-	plan := Plan{Raw: raw}
-	walkMySQL(tree, &plan)
-	return plan, nil
+	return fromMySQL(p), nil
 }
 
-// walkMySQL collects table accesses and sorts from MariaDB's and MySQL 8's
-// JSON plans, whose nesting differs (nested_loop, ordering_operation,
-// filesort, read_sorted_file) but whose table objects agree.
-func walkMySQL(v any, plan *Plan) {
-	switch n := v.(type) {
-	case map[string]any:
-		if name, ok := n["table_name"].(string); ok {
-			a := Access{Table: name, ReadRows: -1}
-			a.Method, _ = n["access_type"].(string)
-			a.Index, _ = n["key"].(string)
-			a.Rows = num(n["rows"])
-			if r, ok := n["r_rows"]; ok {
-				a.ReadRows = num(r)
-			}
-			plan.Accesses = append(plan.Accesses, a)
+// fromMySQL keeps the rows that read a table: a row with none (MariaDB's
+// "Impossible WHERE noticed after reading const tables", MySQL's "no
+// matching row in const table") leaves the statement with no access, which
+// judge reports.
+func fromMySQL(p mysqlplan.Plan) Plan {
+	out := Plan{Raw: p.Raw, Sorts: p.Sorts()}
+	for _, r := range p.Rows {
+		if r.Table == "" {
+			continue
 		}
-		for k, c := range n {
-			switch {
-			case k == "filesort" || k == "read_sorted_file":
-				plan.Sorts = true
-			case k == "using_filesort":
-				if b, _ := c.(bool); b {
-					plan.Sorts = true
-				}
-			}
-			walkMySQL(c, plan)
-		}
-	case []any:
-		for _, c := range n {
-			walkMySQL(c, plan)
-		}
+		out.Accesses = append(out.Accesses, Access{Table: r.Table, Index: r.Key, Method: r.Type, Rows: r.Rows, ReadRows: r.Read})
 	}
-}
-
-func num(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case string:
-		var f float64
-		_, _ = fmt.Sscanf(x, "%g", &f)
-		return f
-	}
-	return 0
+	return out
 }
 
 // numbers is a derived table of n = 1..max from cross-joined digits: it
