@@ -5,19 +5,23 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/lockstep-queue/lockstep/internal/sqlrows"
+	"github.com/lockstep-queue/lockstep/internal/mysqlplan"
 )
 
-// Explain runs classic EXPLAIN on a statement and returns its first row by
-// column name (id, select_type, table, type, possible_keys, key, key_len,
-// ref, rows, Extra) — the columns of the published EXPLAIN tables.
+// Explain returns the classic EXPLAIN of a statement's first table access
+// by column name (id, select_type, table, type, possible_keys, key,
+// key_len, ref, rows, Extra) — the columns of the published EXPLAIN
+// tables. It asks the server what it is first: Oracle MySQL 9.x prints a
+// bare EXPLAIN as a TREE, whose EXPLAIN of an UPDATE has none of these
+// columns, so MySQL is asked for FORMAT=TRADITIONAL (see internal/mysqlplan).
 func Explain(ctx context.Context, db *sql.DB, s Stmt) (map[string]string, error) {
-	plan, err := sqlrows.Maps(ctx, db, "EXPLAIN "+s.SQL, s.Args...)
+	srv, err := mysqlplan.Detect(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("attempt: explain %s: %w", s.Text(), err)
 	}
-	if len(plan) == 0 {
-		return nil, fmt.Errorf("attempt: explain %s returned nothing", s.Text())
+	plan, err := srv.Explain(ctx, db, s.SQL, s.Args...)
+	if err != nil {
+		return nil, fmt.Errorf("attempt: explain %s: %w", s.Text(), err)
 	}
-	return plan[0], nil
+	return plan.Rows[0].Columns, nil
 }
