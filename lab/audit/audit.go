@@ -12,7 +12,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/lockstep-queue/lockstep/internal/sqlrows"
+	"github.com/lockstep-queue/lockstep/internal/mysqlplan"
 )
 
 // Path is a statement's lock path as the server plans it.
@@ -84,6 +84,12 @@ func Run(ctx context.Context, db *sql.DB, in Input, keep bool) (*Report, error) 
 		}
 		paths[i] = p
 	}
+	// MariaDB and MySQL are asked for their plans differently (a bare
+	// EXPLAIN prints a TREE on MySQL 9.x); the server says which it is.
+	srv, err := mysqlplan.Detect(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	dists := in.Data
 	if len(dists) == 0 {
 		dists = []Data{{Name: "current data"}}
@@ -93,7 +99,7 @@ func Run(ctx context.Context, db *sql.DB, in Input, keep bool) (*Report, error) 
 			return nil, fmt.Errorf("audit: load %s: %w", d.Name, err)
 		}
 		for i := range paths {
-			key, access, err := explain(ctx, db, paths[i].SQL, paths[i].Table)
+			key, access, err := explain(ctx, db, srv, paths[i].SQL, paths[i].Table)
 			if err != nil {
 				return nil, fmt.Errorf("audit: %s under %s: %w", paths[i].Name, d.Name, err)
 			}
@@ -192,18 +198,18 @@ func runScript(ctx context.Context, db *sql.DB, script string) error {
 
 // explain returns the index (key) and access type the plan uses for the
 // statement's table.
-func explain(ctx context.Context, db *sql.DB, query, table string) (string, string, error) {
-	plan, err := sqlrows.Maps(ctx, db, "EXPLAIN "+query)
+func explain(ctx context.Context, db *sql.DB, srv mysqlplan.Server, query, table string) (string, string, error) {
+	plan, err := srv.Explain(ctx, db, query)
 	if err != nil {
 		return "", "", err
 	}
-	for _, m := range plan {
-		if strings.EqualFold(m["table"], table) {
-			key := m["key"]
+	for _, r := range plan.Rows {
+		if strings.EqualFold(r.Table, table) {
+			key := r.Key
 			if key == "" {
 				key = "(full scan)"
 			}
-			return key, m["type"], nil
+			return key, r.Type, nil
 		}
 	}
 	return "(no plan)", "", nil
