@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-queue/lockstep/internal/sqlrows"
+	"github.com/lockstep-queue/lockstep/internal/mysqlplan"
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
@@ -67,8 +67,9 @@ func WaitForLockWait(t testing.TB, db *sql.DB, flavor lockview.Flavor, timeout t
 // RequirePlan fails the test unless the server plans query (with args)
 // through wantIndex: the precondition a lock-order test depends on, since
 // the index a statement finds rows through decides the order it locks
-// them in. On MySQL/MariaDB it reads EXPLAIN's key column; on PostgreSQL
-// the index names in EXPLAIN's plan.
+// them in. On MySQL/MariaDB it reads the key column of the classic
+// EXPLAIN table (EXPLAIN FORMAT=TRADITIONAL on MySQL); on PostgreSQL the
+// index names in EXPLAIN's plan.
 func RequirePlan(t testing.TB, db *sql.DB, query string, args []any, wantIndex string) {
 	t.Helper()
 	ctx := context.Background()
@@ -108,18 +109,19 @@ func planIndexes(ctx context.Context, db *sql.DB, f lockview.Flavor, query strin
 		}
 		return out, rows.Err()
 	}
-	plan, err := sqlrows.Maps(ctx, db, "EXPLAIN "+query, args...)
+	// MySQL 9.x prints a bare EXPLAIN as a TREE, with no key column to
+	// read; mysqlplan asks each server for its classic table.
+	srv, err := mysqlplan.Detect(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, m := range plan {
-		if m["key"] != "" {
-			out = append(out, m["key"])
-		}
+	plan, err := srv.Explain(ctx, db, query, args...)
+	if err != nil {
+		return nil, err
 	}
+	out := plan.Keys()
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no index in the plan (a full scan)")
+		return nil, fmt.Errorf("no index in the plan (a full scan): %s", strings.ReplaceAll(plan.Raw, "\n", "; "))
 	}
 	return out, nil
 }
