@@ -13,23 +13,52 @@ import (
 	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/drivertest"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
-	"github.com/lockstep-queue/lockstep/internal/sqlrows"
+	"github.com/lockstep-queue/lockstep/internal/mysqlplan"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
-// explainRows is classic EXPLAIN output, by column name.
+// explainServers are the servers TestClaimPlan runs on, each opened by
+// its own factory: MariaDB, and Oracle MySQL from testdb's userland.
+var explainServers = []struct {
+	name string
+	dsn  func(testing.TB) string
+}{
+	{"MariaDB", testdb.MySQL},
+	{"OracleMySQL", testdb.OracleMySQL},
+}
+
+// explainRows is the classic EXPLAIN table, by column name, read through
+// internal/mysqlplan, which asks the server what it is first: a bare
+// EXPLAIN on MySQL 9.x prints a TREE, with no key or Extra column.
 func explainRows(t *testing.T, db *sql.DB, query string, args ...any) []map[string]string {
 	t.Helper()
-	plan, err := sqlrows.Maps(context.Background(), db, "EXPLAIN "+query, args...)
+	ctx := context.Background()
+	srv, err := mysqlplan.Detect(ctx, db)
 	require.NoError(t, err)
-	return plan
+	plan, err := srv.Explain(ctx, db, query, args...)
+	require.NoError(t, err)
+	var out []map[string]string
+	for _, r := range plan.Rows {
+		out = append(out, r.Columns)
+	}
+	return out
 }
 
 // TestClaimPlan: the claim reads the claim index in its ORDER BY, with no
-// filesort, and locks only what it takes — with 10 and 100,000 PENDING jobs.
+// filesort, and locks only what it takes — with 10 and 100,000 PENDING
+// jobs, on MariaDB and Oracle MySQL.
 func TestClaimPlan(t *testing.T) {
+	for _, srv := range explainServers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			testClaimPlan(t, srv.dsn(t))
+		})
+	}
+}
+
+func testClaimPlan(t *testing.T, dsn string) {
 	ctx := context.Background()
-	drv, err := mysql.Open(ctx, testdb.MySQL(t))
+	drv, err := mysql.Open(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
 	drivertest.Migrate(t, drv)
