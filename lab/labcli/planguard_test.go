@@ -1,6 +1,8 @@
 package labcli
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -9,43 +11,22 @@ import (
 
 	"github.com/lockstep-queue/lockstep/internal/clitest"
 	"github.com/lockstep-queue/lockstep/internal/testdb"
+	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
 )
 
+// TestLabPlanguard runs `lockstep lab planguard` on MariaDB and Oracle
+// MySQL (where --synthetic used to stop at MariaDB's ANALYZE FORMAT=JSON,
+// error 1064), then its refusals.
 func TestLabPlanguard(t *testing.T) {
+	for _, srv := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{{"MariaDB", testdb.MySQL}, {"OracleMySQL", testdb.OracleMySQL}} {
+		t.Run(srv.name, func(t *testing.T) { testLabPlanguard(t, srv.dsn(t)) })
+	}
+
 	dsn := clitest.MySQLURL(t, testdb.MySQL(t))
-	code, _, errOut := runCLI(t, "--dsn", dsn, "migrate", "up")
-	require.Equal(t, 0, code, errOut)
-
-	// Against the data as it is: an empty table has nothing to probe most
-	// statements with, but the run must still pass and say what it did.
-	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "planguard", "-v")
-	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "skipped: no PENDING job in the data")
-	require.Regexp(t, `mariadb: \d+ plans checked, 0 failed`, out)
-
-	// Two distributions, two statements, as JSON (the package's own tests
-	// load all five).
-	code, out, errOut = runCLI(t, "--dsn", dsn, "lab", "planguard", "--synthetic", "--json",
-		"--distribution", "near-empty", "--distribution", "almost-done",
-		"--statement", "job.claim_select", "--statement", "job.cancel_many")
-	require.Equal(t, 0, code, errOut)
-	var rep struct {
-		Dialect string
-		Results []struct {
-			Distribution, Statement, Variant string
-			Problems                         []string
-		}
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
-	require.Equal(t, "mariadb", rep.Dialect)
-	seen := map[string]bool{}
-	for _, r := range rep.Results {
-		require.Empty(t, r.Problems, "%s %s %s", r.Distribution, r.Statement, r.Variant)
-		seen[r.Distribution] = true
-	}
-	require.Equal(t, map[string]bool{"near-empty": true, "almost-done": true}, seen)
-
-	code, _, errOut = runCLI(t, "--dsn", dsn, "lab", "planguard", "--synthetic", "--distribution", "huge")
+	code, _, errOut := runCLI(t, "--dsn", dsn, "lab", "planguard", "--synthetic", "--distribution", "huge")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `no distribution "huge"`)
 
@@ -57,4 +38,63 @@ func TestLabPlanguard(t *testing.T) {
 	code, _, errOut = runCLI(t, "--dsn", sqlite, "lab", "planguard")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "SQLite serialises writers")
+}
+
+func testLabPlanguard(t *testing.T, goDSN string) {
+	// The report names the catalogue's dialect, which is the server's
+	// flavor: "mariadb" or "mysql".
+	db, err := sql.Open("mysql", goDSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	flavor, err := lockview.Detect(context.Background(), db)
+	require.NoError(t, err)
+	dialect := string(flavor)
+
+	dsn := clitest.MySQLURL(t, goDSN)
+	code, _, errOut := runCLI(t, "--dsn", dsn, "migrate", "up")
+	require.Equal(t, 0, code, errOut)
+
+	// Against the data as it is: an empty table has nothing to probe most
+	// statements with, but the run must still pass and say what it did.
+	code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "planguard", "-v")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "skipped: no PENDING job in the data")
+	require.Regexp(t, dialect+`: \d+ plans checked, 0 failed`, out)
+
+	// Two distributions, three statements — the claim (measured), a
+	// multi-row and a single-row by-id write — as JSON (the package's own
+	// tests load all five).
+	code, out, errOut = runCLI(t, "--dsn", dsn, "lab", "planguard", "--synthetic", "--json",
+		"--distribution", "near-empty", "--distribution", "almost-done",
+		"--statement", "job.claim_select", "--statement", "job.cancel_many", "--statement", "job.finish_done")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Dialect string
+		Results []struct {
+			Distribution, Statement, Variant string
+			Want                             string
+			Plan                             struct {
+				Accesses []struct {
+					Table, Index string
+					ReadRows     float64
+				}
+			}
+			Problems []string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, dialect, rep.Dialect)
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		require.Empty(t, r.Problems, "%s %s %s", r.Distribution, r.Statement, r.Variant)
+		seen[r.Distribution] = true
+		// A real plan: the declared index, and for the claim what it read.
+		require.NotEmpty(t, r.Plan.Accesses, "%s %s %s", r.Distribution, r.Statement, r.Variant)
+		a := r.Plan.Accesses[0]
+		require.Equal(t, r.Want, a.Index, "%s %s %s", r.Distribution, r.Statement, r.Variant)
+		if r.Statement == "job.claim_select" {
+			require.Positive(t, a.ReadRows, r.Distribution)
+		}
+	}
+	require.Equal(t, map[string]bool{"near-empty": true, "almost-done": true}, seen)
 }
