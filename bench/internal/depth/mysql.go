@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
+	"github.com/lockstep-queue/lockstep/internal/mysqlplan"
 	"github.com/lockstep-queue/lockstep/migrate"
 )
 
@@ -386,36 +387,28 @@ func innodbLocks(ctx context.Context, db *sql.DB, conn int64) (rows, structs int
 	return 0, 0, fmt.Errorf("the claim's transaction (connection %d) never showed locks in INNODB_TRX", conn)
 }
 
-// myExplain is the EXPLAIN of q, one "table: type key rows extra" per row.
+// myExplain is the classic EXPLAIN of q, one "table: type key rows extra"
+// per row. It is read through internal/mysqlplan, which asks the server
+// what it is: a bare EXPLAIN on MySQL 9.x prints a TREE, without these
+// columns.
 func myExplain(ctx context.Context, db *sql.DB, q string, args ...any) (string, error) {
-	rows, err := db.QueryContext(ctx, "EXPLAIN "+q, args...)
+	srv, err := mysqlplan.Detect(ctx, db)
 	if err != nil {
 		return "", err
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
+	plan, err := srv.Explain(ctx, db, q, args...)
 	if err != nil {
 		return "", err
 	}
 	var out []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		dest := make([]any, len(cols))
-		for i := range vals {
-			dest[i] = &vals[i]
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return "", err
-		}
+	for _, r := range plan.Rows {
 		get := func(name string) string {
-			for i, c := range cols {
-				if strings.EqualFold(c, name) && vals[i].Valid {
-					return vals[i].String
-				}
+			if v := r.Columns[name]; v != "" {
+				return v
 			}
 			return "NULL"
 		}
 		out = append(out, fmt.Sprintf("%s: type=%s key=%s rows≈%s (%s)", get("table"), get("type"), get("key"), get("rows"), get("Extra")))
 	}
-	return strings.Join(out, "; "), rows.Err()
+	return strings.Join(out, "; "), nil
 }
