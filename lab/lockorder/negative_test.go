@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-queue/lockstep/internal/sqlrows"
+	"github.com/lockstep-queue/lockstep/internal/mysqlplan"
 	"github.com/lockstep-queue/lockstep/lockdiag/locktest"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
@@ -44,13 +44,17 @@ func loadAttemptTable(t *testing.T, db *sql.DB) {
 }
 
 // requireKey asserts the precondition of a control: the plan the optimizer
-// picks for the statement on this data.
+// picks for the statement on this data. The plan is read through
+// internal/mysqlplan, which asks the server what it is: a bare EXPLAIN on
+// MySQL 9.x prints a TREE, with no key column.
 func requireKey(t *testing.T, db *sql.DB, query string, want string) {
 	t.Helper()
-	plan, err := sqlrows.Maps(context.Background(), db, "EXPLAIN "+query)
+	ctx := context.Background()
+	srv, err := mysqlplan.Detect(ctx, db)
 	require.NoError(t, err)
-	require.NotEmpty(t, plan)
-	require.Equal(t, want, plan[0]["key"], "plan of %s", query)
+	plan, err := srv.Explain(ctx, db, query)
+	require.NoError(t, err)
+	require.Equal(t, want, plan.Rows[0].Key, "plan of %s", query)
 }
 
 // attemptSessionA is the measured timeline's session A: hold PRIMARY 300 with a locking
