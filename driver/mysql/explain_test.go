@@ -17,14 +17,19 @@ import (
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
-// explainServers are the servers TestClaimPlan runs on, each opened by
-// its own factory: MariaDB, and Oracle MySQL from testdb's userland.
-var explainServers = []struct {
+// explainServer is a server TestClaimPlan runs on, with the factory of
+// its fresh database.
+type explainServer struct {
 	name string
 	dsn  func(testing.TB) string
-}{
-	{"MariaDB", testdb.MySQL},
-	{"OracleMySQL", testdb.OracleMySQL},
+}
+
+// explainServers are MariaDB, and Oracle MySQL from testdb's userland.
+func explainServers() []explainServer {
+	return []explainServer{
+		{"MariaDB", testdb.MySQL},
+		{"OracleMySQL", testdb.OracleMySQL},
+	}
 }
 
 // explainRows is the classic EXPLAIN table, by column name, read through
@@ -48,7 +53,7 @@ func explainRows(t *testing.T, db *sql.DB, query string, args ...any) []map[stri
 // filesort, and locks only what it takes — with 10 and 100,000 PENDING
 // jobs, on MariaDB and Oracle MySQL.
 func TestClaimPlan(t *testing.T) {
-	for _, srv := range explainServers {
+	for _, srv := range explainServers() {
 		t.Run(srv.name, func(t *testing.T) {
 			t.Parallel()
 			testClaimPlan(t, srv.dsn(t))

@@ -15,13 +15,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
-// servers are the MySQL-family servers testdb starts.
-var servers = []struct {
+type server struct {
 	name string
 	dsn  func(testing.TB) string
-}{
-	{"MariaDB", testdb.MySQL},
-	{"OracleMySQL", testdb.OracleMySQL},
+}
+
+// servers are the MySQL-family servers testdb starts.
+func servers() []server {
+	return []server{{"MariaDB", testdb.MySQL}, {"OracleMySQL", testdb.OracleMySQL}}
 }
 
 func open(t *testing.T, dsn string) *sql.DB {
@@ -50,7 +51,7 @@ func open(t *testing.T, dsn string) *sql.DB {
 // UPDATE (which a bare EXPLAIN on MySQL 9.x does not print), a full scan,
 // a filesort, and what a LIMITed locking read really read.
 func TestPlans(t *testing.T) {
-	for _, srv := range servers {
+	for _, srv := range servers() {
 		t.Run(srv.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
