@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -236,6 +237,8 @@ func TestDatabasesAreDropped(t *testing.T) {
 	}{
 		{"mysql", "mysql", testdb.MySQL, testdb.MySQLAdminDSN,
 			"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?"},
+		{"oraclemysql", "mysql", testdb.OracleMySQL, testdb.OracleMySQLAdminDSN,
+			"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?"},
 		{"postgres", "pgx", testdb.Postgres, testdb.PostgresAdminDSN,
 			"SELECT count(*)::text FROM pg_database WHERE datname = $1"},
 	} {
@@ -319,5 +322,71 @@ func TestStandaloneServer(t *testing.T) {
 	}
 	if _, err := os.Stat(logPath); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("server directory not removed: stat %s: %v", logPath, err)
+	}
+}
+
+// The MySQL-family standalone servers take the benchmark's settings with
+// Durable (each commit flushed, the doublewrite buffer on) and say which
+// server they are in Version; Close removes the data directory.
+func TestStandaloneMySQLDurable(t *testing.T) {
+	for _, c := range []struct {
+		name, env, version string
+		start              func(context.Context, testdb.ServerOptions) (*testdb.Server, error)
+	}{
+		{"MariaDB", testdb.EnvMySQLDSN, "MariaDB", testdb.StartMySQLServer},
+		{"OracleMySQL", testdb.EnvOracleMySQLDSN, "MySQL ", testdb.StartOracleMySQLServer},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if os.Getenv(c.env) != "" {
+				t.Skip("an external server is configured; this test starts its own")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			srv, err := c.start(ctx, testdb.ServerOptions{Durable: true, Logf: t.Logf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := false
+			defer func() {
+				if !closed {
+					srv.Close()
+				}
+			}()
+			if !srv.Started() {
+				t.Fatal("Started() = false for a server we started")
+			}
+			if v, err := srv.Version(ctx); err != nil || !strings.Contains(v, c.version) {
+				t.Errorf("Version() = %q, %v; want it to contain %q", v, err, c.version)
+			}
+			dsn, err := srv.NewDatabase(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := open(t, "mysql", dsn)
+			// SELECT @@ gives MariaDB's booleans as 1, Oracle's
+			// innodb_doublewrite (an enum since 8.0.30) as ON.
+			for name, want := range map[string][]string{
+				"innodb_flush_log_at_trx_commit": {"1"},
+				"innodb_doublewrite":             {"1", "ON"},
+			} {
+				var got string
+				if err := db.QueryRow("SELECT @@GLOBAL." + name).Scan(&got); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !slices.Contains(want, got) {
+					t.Errorf("%s = %q, want one of %q", name, got, want)
+				}
+			}
+			db.Close()
+			logPath := srv.LogPath()
+			closed = true
+			if err := srv.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(logPath); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("server directory not removed: stat %s: %v", logPath, err)
+			}
+		})
 	}
 }
