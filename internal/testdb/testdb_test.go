@@ -167,7 +167,7 @@ func testMySQLDeadlockReachesErrorLog(t *testing.T, f mysqlFlavor) {
 	var wg sync.WaitGroup
 	var err1 error
 	wg.Go(func() { err1 = lock(tx1, 2) }) // blocks on tx2
-	time.Sleep(200 * time.Millisecond)    // let tx1 start waiting
+	waitLockWait(t, db)
 	err2 := lock(tx2, 1)
 	if err2 == nil {
 		tx2.Rollback() // the victim was tx1; let it finish
@@ -191,6 +191,27 @@ func testMySQLDeadlockReachesErrorLog(t *testing.T, f mysqlFlavor) {
 			t.Fatalf("no deadlock report in %s", logPath)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitLockWait waits until InnoDB shows a transaction waiting for a lock:
+// observable state, not a pause. INNODB_TRX is a cache InnoDB refreshes
+// only after 0.1 s without readers, so it is polled less often than that.
+func waitLockWait(t *testing.T, db *sql.DB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction started waiting for a lock")
+		}
+		time.Sleep(150 * time.Millisecond)
 	}
 }
 
