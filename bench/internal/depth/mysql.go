@@ -155,7 +155,7 @@ func (s *myLockstep) analyze(ctx context.Context) error {
 }
 
 func (s *myLockstep) plan(ctx context.Context, limit int) (string, error) {
-	return myExplain(ctx, s.drv.DB(), s.drv.Catalog().Get("job.claim_select").SQL, "default", limit)
+	return myExplain(ctx, s.drv.DB(), s.drv.MariaDB(), s.drv.Catalog().Get("job.claim_select").SQL, "default", limit)
 }
 
 func (s *myLockstep) claim(ctx context.Context, limit int, locks bool) (smp sample, err error) {
@@ -192,6 +192,7 @@ type myLiteral struct {
 	db          *sql.DB
 	txOpts      *sql.TxOptions
 	isolationIs string
+	mariadb     bool // the server's EXPLAIN prints the table by default
 }
 
 // myLiteralSchema is the one-table queue's jobs table as its queries use
@@ -226,21 +227,26 @@ func newMyLiteral(ctx context.Context, db *sql.DB, readCommitted bool) (*myLiter
 	if _, err := db.ExecContext(ctx, myLiteralSchema); err != nil {
 		return nil, fmt.Errorf("depth: create the literal claim's table: %w", err)
 	}
-	s := &myLiteral{db: db}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return nil, fmt.Errorf("depth: read the server version: %w", err)
+	}
+	mariadb, err := mysql.CheckVersion(version)
+	if err != nil {
+		return nil, fmt.Errorf("depth: %w", err)
+	}
+	s := &myLiteral{db: db, mariadb: mariadb}
 	if readCommitted {
 		s.txOpts, s.isolationIs = &sql.TxOptions{Isolation: sql.LevelReadCommitted}, "READ COMMITTED"
 		return s, nil
 	}
-	// The server's default, as the application would run it. MySQL 8
-	// knows only transaction_isolation, MariaDB before 11.1 only
-	// tx_isolation.
-	for _, v := range []string{"@@transaction_isolation", "@@tx_isolation"} {
-		if err = db.QueryRowContext(ctx, "SELECT "+v).Scan(&s.isolationIs); err == nil {
-			s.isolationIs = strings.ReplaceAll(s.isolationIs, "-", " ")
-			return s, nil
-		}
+	// The server's default, as the application would run it, under the
+	// variable this server names it by (mysql.IsolationVariable).
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION."+mysql.IsolationVariable(version)).Scan(&s.isolationIs); err != nil {
+		return nil, fmt.Errorf("depth: read the default isolation level: %w", err)
 	}
-	return nil, fmt.Errorf("depth: read the default isolation level: %w", err)
+	s.isolationIs = strings.ReplaceAll(s.isolationIs, "-", " ")
+	return s, nil
 }
 
 func (s *myLiteral) drop(ctx context.Context) error {
@@ -274,7 +280,7 @@ func (s *myLiteral) insert(ctx context.Context, after, count int, done bool) err
 func (s *myLiteral) analyze(ctx context.Context) error { return myAnalyze(ctx, s.db, "jobs") }
 
 func (s *myLiteral) plan(ctx context.Context, limit int) (string, error) {
-	return myExplain(ctx, s.db, myLiteralSelect("", limit))
+	return myExplain(ctx, s.db, s.mariadb, myLiteralSelect("", limit))
 }
 
 func (s *myLiteral) claim(ctx context.Context, limit int, locks bool) (sample, error) {
@@ -291,7 +297,7 @@ const myLiteralHint = " FORCE INDEX (idx_jobs_status_available_at)"
 func (*myLiteralIndex) name() string { return "literal-index" }
 
 func (s *myLiteralIndex) plan(ctx context.Context, limit int) (string, error) {
-	return myExplain(ctx, s.db, myLiteralSelect(myLiteralHint, limit))
+	return myExplain(ctx, s.db, s.mariadb, myLiteralSelect(myLiteralHint, limit))
 }
 
 func (s *myLiteralIndex) claim(ctx context.Context, limit int, locks bool) (sample, error) {
@@ -387,8 +393,15 @@ func innodbLocks(ctx context.Context, db *sql.DB, conn int64) (rows, structs int
 }
 
 // myExplain is the EXPLAIN of q, one "table: type key rows extra" per row.
-func myExplain(ctx context.Context, db *sql.DB, q string, args ...any) (string, error) {
-	rows, err := db.QueryContext(ctx, "EXPLAIN "+q, args...)
+// Oracle MySQL 9 prints a bare EXPLAIN as a tree (8.4 still printed the
+// table), so it is asked for the traditional format, which MariaDB does
+// not know and prints by default.
+func myExplain(ctx context.Context, db *sql.DB, mariadb bool, q string, args ...any) (string, error) {
+	explain := "EXPLAIN FORMAT=TRADITIONAL "
+	if mariadb {
+		explain = "EXPLAIN "
+	}
+	rows, err := db.QueryContext(ctx, explain+q, args...)
 	if err != nil {
 		return "", err
 	}
