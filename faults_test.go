@@ -21,16 +21,24 @@ import (
 	"github.com/lockstep-queue/lockstep/migrate"
 )
 
-// faultDialect is a server dialect the fault tests run on.
+// faultDialect is a server the fault tests run on.
 type faultDialect struct {
 	name string
-	dsn  func(t testing.TB) string // a fresh, empty database
-	open func(ctx context.Context, dsn string) (driver.Driver, error)
+	// dialect is the driver's Dialect(): what decides the statement text
+	// a fault rule matches.
+	dialect string
+	dsn     func(t testing.TB) string // a fresh, empty database
+	open    func(ctx context.Context, dsn string) (driver.Driver, error)
+	// start starts a server of the test's own, for the restart test.
+	start func(context.Context, testdb.ServerOptions) (*testdb.Server, error)
 }
 
+func openMySQL(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }
+
 var faultDialects = []faultDialect{
-	{"mariadb", testdb.MySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }},
-	{"postgres", testdb.Postgres, func(ctx context.Context, dsn string) (driver.Driver, error) { return postgres.Open(ctx, dsn) }},
+	{"mariadb", "mysql", testdb.MySQL, openMySQL, testdb.StartMySQLServer},
+	{"oraclemysql", "mysql", testdb.OracleMySQL, openMySQL, testdb.StartOracleMySQLServer},
+	{"postgres", "postgres", testdb.Postgres, func(ctx context.Context, dsn string) (driver.Driver, error) { return postgres.Open(ctx, dsn) }, testdb.StartPostgresServer},
 }
 
 // logRecorder is a slog handler that keeps every record's message, so a
@@ -108,18 +116,18 @@ func openJobs(t *testing.T, drv driver.Driver) int {
 func TestConnectionFaults(t *testing.T) {
 	type scenario struct {
 		name  string
-		match map[string]string // dialect → statement text that trips the drop
+		match map[string]string // Dialect() → statement text that trips the drop
 		after bool
 		// dropAll: no rule; every connection is cut once jobs are done.
 		dropAll bool
 	}
 	scenarios := []scenario{
 		{name: "claim cut mid-transaction, before its update",
-			match: map[string]string{"mariadb": "SET status = 'RUNNING'", "postgres": "SKIP LOCKED"}},
+			match: map[string]string{"mysql": "SET status = 'RUNNING'", "postgres": "SKIP LOCKED"}},
 		{name: "finish cut before the server sees it",
-			match: map[string]string{"mariadb": "SET status = 'DONE'", "postgres": "SET status = 'DONE'"}},
+			match: map[string]string{"mysql": "SET status = 'DONE'", "postgres": "SET status = 'DONE'"}},
 		{name: "finish committed, reply lost",
-			match: map[string]string{"mariadb": "SET status = 'DONE'", "postgres": "SET status = 'DONE'"},
+			match: map[string]string{"mysql": "SET status = 'DONE'", "postgres": "SET status = 'DONE'"},
 			after: true},
 		{name: "every connection cut mid-run", dropAll: true},
 	}
@@ -137,7 +145,7 @@ func TestConnectionFaults(t *testing.T) {
 
 					var fault *faultproxy.Fault
 					if !sc.dropAll {
-						fault = p.DropOn(faultproxy.Rule{Match: []byte(sc.match[d.name]), After: sc.after, Times: 1})
+						fault = p.DropOn(faultproxy.Rule{Match: []byte(sc.match[d.dialect]), After: sc.after, Times: 1})
 					}
 					ws := lockstep.NewWorkers()
 					// The ledger is written directly: the faults are the
@@ -164,7 +172,7 @@ func TestConnectionFaults(t *testing.T) {
 						select {
 						case <-fault.Fired():
 						case <-time.After(30 * time.Second):
-							t.Fatalf("the rule on %q never fired", sc.match[d.name])
+							t.Fatalf("the rule on %q never fired", sc.match[d.dialect])
 						}
 					}
 					eventually(t, 60*time.Second, "every job to be final", func() bool { return openJobs(t, direct) == 0 })
@@ -224,7 +232,7 @@ func behindProxy(t *testing.T, ctx context.Context, d faultDialect, dsn string) 
 // drop "after" a statement comes after it ran. MySQL's interpolated
 // statements always carry their text.
 func everyStatementText(d faultDialect, dsn string) string {
-	if d.name != "postgres" {
+	if d.dialect != "postgres" {
 		return dsn
 	}
 	sep := "?"
@@ -244,7 +252,7 @@ func everyStatementText(d faultDialect, dsn string) string {
 func TestLostClaimCommitIsReaped(t *testing.T) {
 	// MySQL's claim is a transaction whose COMMIT travels as its own
 	// statement; PostgreSQL's is one autocommit statement.
-	match := map[string]string{"mariadb": "COMMIT", "postgres": "SKIP LOCKED"}
+	match := map[string]string{"mysql": "COMMIT", "postgres": "SKIP LOCKED"}
 	for _, d := range faultDialects {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
@@ -280,7 +288,7 @@ func TestLostClaimCommitIsReaped(t *testing.T) {
 			waitClaims(t, claims, 1, 0)
 			eventually(t, 30*time.Second, "the first job to be DONE", func() bool { return openJobs(t, direct) == 0 })
 
-			fault := p.DropOn(faultproxy.Rule{Match: []byte(match[d.name]), After: true, Times: 1})
+			fault := p.DropOn(faultproxy.Rule{Match: []byte(match[d.dialect]), After: true, Times: 1})
 			params := make([]lockstep.InsertManyParams, n)
 			for i := range params {
 				params[i] = lockstep.InsertManyParams{Args: chaos.LedgerArgs{Millis: 5}}

@@ -51,6 +51,10 @@ var testDialects = []testDialect{
 		dsn := testdb.MySQL(t)
 		return openShared(t, n, func() (driver.Driver, error) { return mysql.Open(context.Background(), dsn) })
 	}},
+	{"oraclemysql", func(t *testing.T, n int) []driver.Driver {
+		dsn := testdb.OracleMySQL(t)
+		return openShared(t, n, func() (driver.Driver, error) { return mysql.Open(context.Background(), dsn) })
+	}},
 	{"postgres", func(t *testing.T, n int) []driver.Driver {
 		dsn := testdb.Postgres(t)
 		return openShared(t, n, func() (driver.Driver, error) { return postgres.Open(context.Background(), dsn) })
@@ -202,6 +206,10 @@ func clientFactories() []struct {
 		}},
 		{"mariadb", func(t *testing.T) Opener {
 			dsn := testdb.MySQL(t)
+			return opener(func() (driver.Driver, error) { return mysql.Open(context.Background(), dsn) })
+		}},
+		{"oraclemysql", func(t *testing.T) Opener {
+			dsn := testdb.OracleMySQL(t)
 			return opener(func() (driver.Driver, error) { return mysql.Open(context.Background(), dsn) })
 		}},
 		{"postgres-pool", func(t *testing.T) Opener {

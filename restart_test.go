@@ -49,15 +49,11 @@ func (e *executions) Work(ctx context.Context, job *lockstep.Job[restartArgs]) e
 // back on its own when the server does, and finish every job — each run
 // once, each final state written once.
 func TestDatabaseRestart(t *testing.T) {
-	servers := map[string]func(context.Context, testdb.ServerOptions) (*testdb.Server, error){
-		"mariadb":  testdb.StartMySQLServer,
-		"postgres": testdb.StartPostgresServer,
-	}
 	for _, d := range faultDialects {
 		for _, how := range []string{"stop", "kill"} {
 			t.Run(d.name+"/"+how, func(t *testing.T) {
 				ctx := context.Background()
-				srv, err := servers[d.name](ctx, testdb.ServerOptions{Logf: t.Logf})
+				srv, err := d.start(ctx, testdb.ServerOptions{Logf: t.Logf})
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = srv.Close() })
 				require.True(t, srv.Started(), "the restart test needs a server of its own to stop: unset LOCKSTEP_TEST_*_DSN")

@@ -30,20 +30,26 @@ func BenchmarkRunCancel(b *testing.B) {
 	ctx := context.Background()
 	type opener func(chunk int) driver.Driver
 	dbs := map[string]opener{}
-	myDSN, pgDSN := testdb.MySQL(b), testdb.Postgres(b)
+	myDSN, oracleDSN, pgDSN := testdb.MySQL(b), testdb.OracleMySQL(b), testdb.Postgres(b)
 	my, err := mysql.Open(ctx, myDSN)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer my.Close()
+	oracle, err := mysql.Open(ctx, oracleDSN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer oracle.Close()
 	pg, err := postgres.Open(ctx, pgDSN)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer pg.Close()
 	dbs["mariadb"] = func(n int) driver.Driver { return my.WithChunkSize(n) }
+	dbs["oraclemysql"] = func(n int) driver.Driver { return oracle.WithChunkSize(n) }
 	dbs["postgres"] = func(n int) driver.Driver { return pg.WithChunkSize(n) }
-	for _, name := range []string{"mariadb", "postgres"} {
+	for _, name := range []string{"mariadb", "oraclemysql", "postgres"} {
 		base := dbs[name](500)
 		m, err := migrate.New(base)
 		if err != nil {

@@ -63,17 +63,15 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		return nil, err
 	}
 	// The queue's transactions are READ COMMITTED; making it the session's
-	// default saves a SET TRANSACTION round trip per transaction. MariaDB
-	// before 11.1 knows the variable only as tx_isolation, MySQL 8 only as
-	// transaction_isolation.
+	// default saves a SET TRANSACTION round trip per transaction.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
-	name := "transaction_isolation"
-	if version, _ := d.Version(ctx); d.mariadb && !versionAtLeast(version, 11, 1) {
-		name = "tx_isolation"
+	version, err := d.Version(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: read server version: %w", err)
 	}
-	cfg.Params[name] = "'READ-COMMITTED'"
+	cfg.Params[IsolationVariable(version)] = "'READ-COMMITTED'"
 	db, err := openConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -92,6 +90,17 @@ func openConfig(cfg *gomysql.Config) (*sql.DB, error) {
 	return sql.OpenDB(connector), nil
 }
 
+// IsolationVariable names the session variable that holds the isolation
+// level on the server of this VERSION(): MariaDB before 11.1 knows only
+// tx_isolation (transaction_isolation fails there with error 1193), MySQL
+// 8 and later only transaction_isolation (tx_isolation was removed in 8.0).
+func IsolationVariable(version string) string {
+	if strings.Contains(strings.ToLower(version), "mariadb") && !versionAtLeast(version, 11, 1) {
+		return "tx_isolation"
+	}
+	return "transaction_isolation"
+}
+
 func versionAtLeast(version string, major, minor int) bool {
 	m := versionRE.FindStringSubmatch(version)
 	if m == nil {
@@ -106,8 +115,17 @@ func versionAtLeast(version string, major, minor int) bool {
 // needs MySQL 8.0.1 or MariaDB 10.6.
 func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+	// The step between the ids of one multi-row insert: MySQL has no
+	// INSERT ... RETURNING, so the ids are computed from the first one.
+	// It is a session variable; every session of a pool starts from the
+	// same DSN, so one session's value is the pool's (a server running
+	// Group Replication multi-primary sets it to 7, for one).
+	var step int64
+	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@SESSION.auto_increment_increment").Scan(&version, &step); err != nil {
 		return nil, fmt.Errorf("mysql: read server version: %w", err)
+	}
+	if step < 1 {
+		return nil, fmt.Errorf("mysql: the server reports auto_increment_increment %d", step)
 	}
 	mariadb, err := CheckVersion(version)
 	if err != nil {
@@ -126,10 +144,11 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	d.Shell = shell.New(shell.Config{
 		Dialect: "mysql", DB: db, Version: version, Migrations: Migrations(),
 		Exec: &sqlexec.Dialect{
-			Catalog:   cat,
-			BeginTx:   d.beginTx,
-			Classify:  classify,
-			ChunkSize: 500,
+			Catalog:      cat,
+			BeginTx:      d.beginTx,
+			Classify:     classify,
+			ChunkSize:    500,
+			InsertIDStep: step,
 		},
 		BeginSQL: d.beginTx,
 	})

@@ -42,8 +42,23 @@ type dbCase struct {
 var dbCases = []dbCase{
 	{"MariaDB", "mysql", testdb.MySQL, "&interpolateParams=true", "INSERT INTO marks VALUES (?)",
 		"SELECT CONNECTION_ID()", "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?"},
+	{"OracleMySQL", "mysql", testdb.OracleMySQL, "&interpolateParams=true", "INSERT INTO marks VALUES (?)",
+		"SELECT CONNECTION_ID()", "SELECT COUNT(*) FROM performance_schema.processlist WHERE ID = ?"},
 	{"PostgreSQL", "pgx", testdb.Postgres, "&default_query_exec_mode=exec", "INSERT INTO marks VALUES ($1)",
 		"SELECT pg_backend_pid()", "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"},
+}
+
+// dbCaseNamed is the case of one server, for the tests of one driver's
+// behaviour.
+func dbCaseNamed(t *testing.T, name string) dbCase {
+	t.Helper()
+	for _, c := range dbCases {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no database case %q", name)
+	return dbCase{}
 }
 
 // env is a database with a table "marks", reachable directly and through
@@ -259,7 +274,7 @@ func TestPgxStatementCache(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := dbCases[1]
+	c := dbCaseNamed(t, "PostgreSQL")
 	c.params = ""
 	e := setup(t, ctx, c)
 	cached := e.proxied
@@ -296,7 +311,7 @@ func TestPgxSimpleProtocolRunsTwice(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e := setup(t, ctx, dbCases[1])
+	e := setup(t, ctx, dbCaseNamed(t, "PostgreSQL"))
 	_, err := e.direct.ExecContext(ctx, "CREATE TABLE hits (n INT)")
 	require.NoError(t, err)
 	f := e.p.DropOn(faultproxy.Rule{Match: []byte("INSERT INTO hits"), After: true, Times: 1})

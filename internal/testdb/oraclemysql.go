@@ -154,16 +154,45 @@ func launchOracleMySQL(root, dir, chroot string, durable bool) (*server, error) 
 			"--innodb-print-all-deadlocks=ON",
 			"--log-error-verbosity=3",
 			"--innodb-use-native-aio=0",
-		}, mysqlSettings(durable)...)
+		}, oracleMySQLSettings(durable)...)
 		logStart := fileSize(errorLog)
 		s, err := runMySQLCommand(dir, func() *exec.Cmd { return exec.Command(chroot, args...) }, port, errorLog)
 		if err == nil {
 			return s, nil
 		}
-		lastErr = fmt.Errorf("%v\n%s", err, logTail(errorLog))
+		lastErr = fmt.Errorf("%v\n%s%s", err, logErrors(logSince(errorLog, logStart)), logTail(errorLog))
 		if !strings.Contains(logSince(errorLog, logStart), "Address already in use") {
 			break
 		}
 	}
 	return nil, lastErr
+}
+
+// oracleMySQLSettings are mysqlSettings for Oracle MySQL, which sizes its
+// redo log with innodb_redo_log_capacity (8.0.30 on): 9.x no longer knows
+// innodb_log_file_size and refuses to start with it.
+func oracleMySQLSettings(durable bool) []string {
+	out := mysqlSettings(durable)
+	for i, a := range out {
+		if size, ok := strings.CutPrefix(a, "--innodb-log-file-size="); ok {
+			out[i] = "--innodb-redo-log-capacity=" + size
+		}
+	}
+	return out
+}
+
+// logErrors returns the [ERROR] lines of a MySQL error log: at
+// log_error_verbosity=3 a failed start ends in a hundred shutdown Notes,
+// which push the reason out of logTail.
+func logErrors(log string) string {
+	var b strings.Builder
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "[ERROR]") {
+			b.WriteString(line)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "errors it logged:\n" + b.String()
 }

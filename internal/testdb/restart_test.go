@@ -15,12 +15,13 @@ import (
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
-// restartCases are the two servers, with what differs between them.
+// restartCases are the servers, with what differs between them.
 var restartCases = []struct {
 	name, driver, env string
 	start             func(context.Context, testdb.ServerOptions) (*testdb.Server, error)
 }{
 	{"MariaDB", "mysql", testdb.EnvMySQLDSN, testdb.StartMySQLServer},
+	{"OracleMySQL", "mysql", testdb.EnvOracleMySQLDSN, testdb.StartOracleMySQLServer},
 	{"PostgreSQL", "pgx", testdb.EnvPostgresDSN, testdb.StartPostgresServer},
 }
 

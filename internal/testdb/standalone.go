@@ -10,10 +10,10 @@ import (
 )
 
 // ServerOptions configures a server started outside of tests, by
-// StartMySQLServer or StartPostgresServer.
+// StartMySQLServer, StartOracleMySQLServer or StartPostgresServer.
 type ServerOptions struct {
 	// Durable selects benchmark settings: every commit is flushed to disk
-	// (MariaDB innodb_flush_log_at_trx_commit=1 with the doublewrite
+	// (InnoDB innodb_flush_log_at_trx_commit=1 with the doublewrite
 	// buffer; PostgreSQL fsync, synchronous_commit and full_page_writes
 	// on), with larger buffers (1G buffer pool, 512MB shared_buffers) and
 	// pg_stat_statements loaded when the server ships it. Without it the
@@ -51,7 +51,7 @@ func settingsName(durable bool) string {
 	return "test"
 }
 
-// Server is a MariaDB or PostgreSQL server started (or connected to) outside
+// Server is a MariaDB, Oracle MySQL or PostgreSQL server started (or connected to) outside
 // of a test binary, or by a test that needs a server of its own (one it
 // stops and starts again: see Stop). The caller must Close it; a server we
 // started is also killed if this process dies first.
@@ -73,6 +73,16 @@ type Server struct {
 // 127.0.0.1 with a temp data directory, or connects to opts.ExternalDSN.
 func StartMySQLServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 	return startStandalone(ctx, opts, startMySQLServer, "SELECT VERSION()")
+}
+
+// StartOracleMySQLServer starts a throwaway Oracle MySQL server from its
+// userland (EnvOracleMySQLRoot; run with chroot, so as root) on a free
+// port of 127.0.0.1 with a temp data directory inside the userland, or
+// connects to opts.ExternalDSN. chroot execs mysqld, so the process Stop,
+// Kill and Start manage is mysqld itself, as with MariaDB.
+func StartOracleMySQLServer(ctx context.Context, opts ServerOptions) (*Server, error) {
+	// Oracle's VERSION() is the bare number ("9.7.4"); MariaDB's names itself.
+	return startStandalone(ctx, opts, startOracleMySQLServer, "SELECT CONCAT('MySQL ', VERSION())")
 }
 
 // StartPostgresServer starts a throwaway PostgreSQL server on a free port
@@ -316,7 +326,7 @@ func (s *Server) controllable(op string) error {
 		return nil
 	}
 	return fmt.Errorf("testdb: cannot %s an external server (named by %s): it is not ours to stop; "+
-		"start a throwaway one (StartMySQLServer or StartPostgresServer without ExternalDSN)", op, s.source)
+		"start a throwaway one (StartMySQLServer, StartOracleMySQLServer or StartPostgresServer without ExternalDSN)", op, s.source)
 }
 
 func (s *Server) usable() error {

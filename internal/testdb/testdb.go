@@ -1,19 +1,21 @@
-// Package testdb starts throwaway MariaDB and PostgreSQL servers for tests.
+// Package testdb starts throwaway MariaDB, Oracle MySQL and PostgreSQL
+// servers for tests.
 //
 // Each test binary starts at most one server of each kind, on first use, and
-// every call to MySQL or Postgres gets its own freshly created database on
-// it, so tests can run in parallel without seeing each other's tables.
-// Setting LOCKSTEP_TEST_MYSQL_DSN or LOCKSTEP_TEST_POSTGRES_DSN points tests
-// at an existing server instead.
+// every call to MySQL, OracleMySQL or Postgres gets its own freshly created
+// database on it, so tests can run in parallel without seeing each other's
+// tables. Setting LOCKSTEP_TEST_MYSQL_DSN, LOCKSTEP_TEST_ORACLE_MYSQL_DSN
+// or LOCKSTEP_TEST_POSTGRES_DSN points tests at an existing server instead.
 //
 // A test package opts in with
 //
 //	func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 //
 // A test that stops the database (a restart, a crash) must not do it to
-// the shared server: it starts one of its own with StartMySQLServer or
-// StartPostgresServer and uses Server.Stop, Kill and Start, which keep the
-// port and the data, so that the DSNs the test handed out work again.
+// the shared server: it starts one of its own with StartMySQLServer,
+// StartOracleMySQLServer or StartPostgresServer and uses Server.Stop, Kill
+// and Start, which keep the port and the data, so that the DSNs the test
+// handed out work again.
 // DSNAddr and DSNWithAddr put a proxy (internal/faultproxy) in between.
 package testdb
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -166,7 +167,7 @@ func testMySQLDeadlockReachesErrorLog(t *testing.T, f mysqlFlavor) {
 	var wg sync.WaitGroup
 	var err1 error
 	wg.Go(func() { err1 = lock(tx1, 2) }) // blocks on tx2
-	time.Sleep(200 * time.Millisecond)    // let tx1 start waiting
+	waitLockWait(t, db)
 	err2 := lock(tx2, 1)
 	if err2 == nil {
 		tx2.Rollback() // the victim was tx1; let it finish
@@ -190,6 +191,27 @@ func testMySQLDeadlockReachesErrorLog(t *testing.T, f mysqlFlavor) {
 			t.Fatalf("no deadlock report in %s", logPath)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitLockWait waits until InnoDB shows a transaction waiting for a lock:
+// observable state, not a pause. INNODB_TRX is a cache InnoDB refreshes
+// only after 0.1 s without readers, so it is polled less often than that.
+func waitLockWait(t *testing.T, db *sql.DB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction started waiting for a lock")
+		}
+		time.Sleep(150 * time.Millisecond)
 	}
 }
 
@@ -235,6 +257,8 @@ func TestDatabasesAreDropped(t *testing.T) {
 		exists       string
 	}{
 		{"mysql", "mysql", testdb.MySQL, testdb.MySQLAdminDSN,
+			"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?"},
+		{"oraclemysql", "mysql", testdb.OracleMySQL, testdb.OracleMySQLAdminDSN,
 			"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?"},
 		{"postgres", "pgx", testdb.Postgres, testdb.PostgresAdminDSN,
 			"SELECT count(*)::text FROM pg_database WHERE datname = $1"},
@@ -319,5 +343,71 @@ func TestStandaloneServer(t *testing.T) {
 	}
 	if _, err := os.Stat(logPath); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("server directory not removed: stat %s: %v", logPath, err)
+	}
+}
+
+// The MySQL-family standalone servers take the benchmark's settings with
+// Durable (each commit flushed, the doublewrite buffer on) and say which
+// server they are in Version; Close removes the data directory.
+func TestStandaloneMySQLDurable(t *testing.T) {
+	for _, c := range []struct {
+		name, env, version string
+		start              func(context.Context, testdb.ServerOptions) (*testdb.Server, error)
+	}{
+		{"MariaDB", testdb.EnvMySQLDSN, "MariaDB", testdb.StartMySQLServer},
+		{"OracleMySQL", testdb.EnvOracleMySQLDSN, "MySQL ", testdb.StartOracleMySQLServer},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if os.Getenv(c.env) != "" {
+				t.Skip("an external server is configured; this test starts its own")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			srv, err := c.start(ctx, testdb.ServerOptions{Durable: true, Logf: t.Logf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := false
+			defer func() {
+				if !closed {
+					srv.Close()
+				}
+			}()
+			if !srv.Started() {
+				t.Fatal("Started() = false for a server we started")
+			}
+			if v, err := srv.Version(ctx); err != nil || !strings.Contains(v, c.version) {
+				t.Errorf("Version() = %q, %v; want it to contain %q", v, err, c.version)
+			}
+			dsn, err := srv.NewDatabase(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := open(t, "mysql", dsn)
+			// SELECT @@ gives MariaDB's booleans as 1, Oracle's
+			// innodb_doublewrite (an enum since 8.0.30) as ON.
+			for name, want := range map[string][]string{
+				"innodb_flush_log_at_trx_commit": {"1"},
+				"innodb_doublewrite":             {"1", "ON"},
+			} {
+				var got string
+				if err := db.QueryRow("SELECT @@GLOBAL." + name).Scan(&got); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !slices.Contains(want, got) {
+					t.Errorf("%s = %q, want one of %q", name, got, want)
+				}
+			}
+			db.Close()
+			logPath := srv.LogPath()
+			closed = true
+			if err := srv.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(logPath); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("server directory not removed: stat %s: %v", logPath, err)
+			}
+		})
 	}
 }

@@ -31,6 +31,7 @@ func serverDialects() []struct {
 		dsn  func(t *testing.T) string
 	}{
 		{"mariadb", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
+		{"oraclemysql", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.OracleMySQL(t)) }},
 		{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
 	}
 }

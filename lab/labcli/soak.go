@@ -47,7 +47,8 @@ refused. Jobs succeed, sleep, fail once, snooze once or always fail. Then the
 queue drains and the soak checks its own record of every execution, and an
 audit of every status change written by a trigger it installs for the run,
 against the final rows; and reads the server's deadlock counter
-(Innodb_deadlocks, pg_stat_database.deadlocks) before and after.
+(MariaDB's Innodb_deadlocks, Oracle MySQL's INNODB_METRICS lock_deadlocks,
+pg_stat_database.deadlocks) before and after.
 
 It exits non-zero when a check fails: a deadlock counted, a job lost or
 finished twice, a stale finish written, a client error logged.

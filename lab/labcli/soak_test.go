@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/internal/clitest"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
 // labSoakJSON is the part of the soak's JSON result the test reads.
@@ -24,6 +27,9 @@ type labSoakJSON struct {
 	ProblemCount         int      `json:"problem_count"`
 	Problems             []string `json:"problems"`
 	Deadlocks            *int64   `json:"deadlocks"`
+	DeadlockCounter      string   `json:"deadlock_counter"`
+	SessionIsolation     string   `json:"session_isolation"`
+	Isolation            string   `json:"isolation"`
 	LoadSeconds          float64  `json:"load_seconds"`
 }
 
@@ -54,6 +60,45 @@ func TestLabSoakOnSQLite(t *testing.T) {
 	code, _, errOut = runCLI(t, "--dsn", dsn, "lab", "soak", "--duration", "1s")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "scratch database")
+}
+
+// TestLabSoakOnMySQLServers runs the command on MariaDB and Oracle MySQL
+// at REPEATABLE READ: the flag is accepted there, the sessions start at
+// the level under the variable each server names it by, and the
+// server's deadlock counter (Innodb_deadlocks on MariaDB, INNODB_METRICS
+// lock_deadlocks on Oracle MySQL) is read and stays at zero.
+func TestLabSoakOnMySQLServers(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		dsn     func(testing.TB) string
+		counter string
+	}{
+		{"MariaDB", testdb.MySQL, "Innodb_deadlocks"},
+		{"OracleMySQL", testdb.OracleMySQL, "INNODB_METRICS lock_deadlocks"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := clitest.MySQLURL(t, c.dsn(t))
+			code, out, errOut := runCLI(t, "--dsn", dsn, "lab", "soak", "--duration", "3s", "--seed", "11",
+				"--isolation", "repeatable-read", "--json")
+			require.Equal(t, 0, code, "stderr: %s", errOut)
+			require.Contains(t, errOut, "started: mysql")
+			var res labSoakJSON
+			require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+			require.Equal(t, "mysql", res.Dialect)
+			require.Equal(t, "REPEATABLE-READ", res.SessionIsolation)
+			require.Equal(t, "REPEATABLE READ", res.Isolation)
+			require.Contains(t, res.DeadlockCounter, c.counter)
+			require.NotNil(t, res.Deadlocks, "a server database has a deadlock counter")
+			require.Zero(t, *res.Deadlocks)
+			require.Zero(t, res.ProblemCount, "%v", res.Problems)
+			require.Zero(t, res.Lost)
+			require.Zero(t, res.DoubleFinished)
+			require.Positive(t, res.Done)
+			require.Equal(t, res.JobsEnqueued, res.Done+res.Failed+res.Cancelled)
+			require.Equal(t, res.StaleFinishes, res.StaleFinishesRefused)
+		})
+	}
 }
 
 func TestLabSoakText(t *testing.T) {

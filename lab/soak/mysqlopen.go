@@ -4,9 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -69,11 +66,9 @@ func OpenMySQL(ctx context.Context, dsn string, level sql.IsolationLevel) (drive
 	return &ownedPool{Driver: d.WithIsolation(level), db: db}, nil
 }
 
-var versionRE = regexp.MustCompile(`^(\d+)\.(\d+)`)
-
-// isolationVariable names the session variable of the isolation level:
-// MariaDB before 11.1 has only tx_isolation (transaction_isolation fails
-// there with error 1193), MySQL 8 only transaction_isolation.
+// isolationVariable names the session variable of the isolation level on
+// the server cfg names (mysql.IsolationVariable: tx_isolation on MariaDB
+// before 11.1, transaction_isolation on MySQL and later MariaDB).
 func isolationVariable(ctx context.Context, cfg *gomysql.Config) (string, error) {
 	connector, err := gomysql.NewConnector(cfg)
 	if err != nil {
@@ -85,16 +80,7 @@ func isolationVariable(ctx context.Context, cfg *gomysql.Config) (string, error)
 	if err := probe.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return "", fmt.Errorf("soak: mysql: read server version: %w", err)
 	}
-	m := versionRE.FindStringSubmatch(version)
-	if m == nil {
-		return "", fmt.Errorf("soak: mysql: cannot read server version %q", version)
-	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	if strings.Contains(strings.ToLower(version), "mariadb") && (major < 11 || major == 11 && minor < 1) {
-		return "tx_isolation", nil
-	}
-	return "transaction_isolation", nil
+	return mysql.IsolationVariable(version), nil
 }
 
 // ownedPool is a driver on a pool it owns: mysql.New and WithIsolation

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -30,16 +31,7 @@ type deadlockReading struct {
 func readDeadlocks(ctx context.Context, drv driver.Driver) (deadlockReading, error) {
 	switch drv.Dialect() {
 	case "mysql":
-		var name, value string
-		err := drv.DB().QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'").Scan(&name, &value)
-		if err != nil {
-			return deadlockReading{}, fmt.Errorf("soak: read Innodb_deadlocks: %w", err)
-		}
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil {
-			return deadlockReading{}, fmt.Errorf("soak: read Innodb_deadlocks: %q is not a number", value)
-		}
-		return deadlockReading{counted: true, source: "Innodb_deadlocks (server-wide)", value: n}, nil
+		return readInnoDBDeadlocks(ctx, drv.DB())
 	case "postgres":
 		conn, err := drv.DB().Conn(ctx)
 		if err != nil {
@@ -59,6 +51,39 @@ func readDeadlocks(ctx context.Context, drv driver.Driver) (deadlockReading, err
 	default:
 		return deadlockReading{source: "n/a (" + drv.Dialect() + " has no deadlock counter)"}, nil
 	}
+}
+
+// readInnoDBDeadlocks reads InnoDB's server-wide deadlock count. MariaDB
+// publishes it as the status variable Innodb_deadlocks; Oracle MySQL has no
+// such variable (SHOW GLOBAL STATUS returns no row for it) and counts
+// deadlocks in information_schema.INNODB_METRICS as lock_deadlocks, a
+// counter enabled by default. What the server answers decides which one is
+// read.
+func readInnoDBDeadlocks(ctx context.Context, db *sql.DB) (deadlockReading, error) {
+	var name, value string
+	err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'").Scan(&name, &value)
+	switch {
+	case err == nil:
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return deadlockReading{}, fmt.Errorf("soak: read Innodb_deadlocks: %q is not a number", value)
+		}
+		return deadlockReading{counted: true, source: "Innodb_deadlocks (server-wide)", value: n}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return deadlockReading{}, fmt.Errorf("soak: read Innodb_deadlocks: %w", err)
+	}
+	var n int64
+	var status string
+	err = db.QueryRowContext(ctx, "SELECT COUNT, STATUS FROM information_schema.INNODB_METRICS WHERE NAME = 'lock_deadlocks'").Scan(&n, &status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return deadlockReading{}, errors.New("soak: the server counts deadlocks neither in Innodb_deadlocks nor in INNODB_METRICS lock_deadlocks")
+	case err != nil:
+		return deadlockReading{}, fmt.Errorf("soak: read INNODB_METRICS lock_deadlocks (needs the PROCESS privilege): %w", err)
+	case status != "enabled":
+		return deadlockReading{}, fmt.Errorf("soak: the INNODB_METRICS counter lock_deadlocks is %s: SET GLOBAL innodb_monitor_enable = 'lock_deadlocks'", status)
+	}
+	return deadlockReading{counted: true, source: "INNODB_METRICS lock_deadlocks (server-wide)", value: n}, nil
 }
 
 func otherBackends(ctx context.Context, conn *sql.Conn) (int, error) {
@@ -127,27 +152,24 @@ func statusCounts(ctx context.Context, drv driver.Driver) (map[rowtype.JobStatus
 
 // sessionIsolation reads the isolation level the pool's sessions start at.
 func sessionIsolation(ctx context.Context, drv driver.Driver) (string, error) {
-	var q []string
+	var q string
 	switch drv.Dialect() {
 	case "mysql":
-		// MariaDB before 11.1 knows only tx_isolation (error 1193 for the
-		// other), MySQL 8 only transaction_isolation.
-		q = []string{"SELECT @@tx_isolation", "SELECT @@transaction_isolation"}
+		version, err := drv.Version(ctx)
+		if err != nil {
+			return "", fmt.Errorf("soak: read session isolation level: %w", err)
+		}
+		q = "SELECT @@SESSION." + mysql.IsolationVariable(version)
 	case "postgres":
-		q = []string{"SHOW transaction_isolation"}
+		q = "SHOW transaction_isolation"
 	default:
 		return "SERIALIZABLE", nil // SQLite: one writer at a time
 	}
-	var errs []error
-	for _, s := range q {
-		var v string
-		if err := drv.DB().QueryRowContext(ctx, s).Scan(&v); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		return v, nil
+	var v string
+	if err := drv.DB().QueryRowContext(ctx, q).Scan(&v); err != nil {
+		return "", fmt.Errorf("soak: read session isolation level: %w", err)
 	}
-	return "", fmt.Errorf("soak: read session isolation level: %w", errors.Join(errs...))
+	return v, nil
 }
 
 // Isolation levels as observed in a queue transaction.

@@ -29,6 +29,10 @@ func TestDeadlockReadingsCountADeadlock(t *testing.T) {
 			dsn := testdb.MySQL(t)
 			return func(ctx context.Context) (driver.Driver, error) { return mysql.Open(ctx, dsn) }
 		}},
+		{"OracleMySQL", func(t *testing.T) func(context.Context) (driver.Driver, error) {
+			dsn := testdb.OracleMySQL(t)
+			return func(ctx context.Context) (driver.Driver, error) { return mysql.Open(ctx, dsn) }
+		}},
 		{"PostgreSQL", func(t *testing.T) func(context.Context) (driver.Driver, error) {
 			dsn := testdb.Postgres(t)
 			return func(ctx context.Context) (driver.Driver, error) { return postgres.Open(ctx, dsn) }

@@ -69,16 +69,8 @@ type target struct {
 
 func targets() []target {
 	return []target{
-		{"MariaDB-ReadCommitted", func(t *testing.T) opener {
-			dsn := testdb.MySQL(t)
-			return func(ctx context.Context) (driver.Driver, error) { return mysql.Open(ctx, dsn) }
-		}, "READ-COMMITTED", "READ COMMITTED"},
-		{"MariaDB-RepeatableRead", func(t *testing.T) opener {
-			dsn := testdb.MySQL(t)
-			return func(ctx context.Context) (driver.Driver, error) {
-				return soak.OpenMySQL(ctx, dsn, sql.LevelRepeatableRead)
-			}
-		}, "REPEATABLE-READ", "REPEATABLE READ"},
+		mysqlReadCommitted("MariaDB-ReadCommitted", testdb.MySQL),
+		mysqlRepeatableRead("MariaDB-RepeatableRead", testdb.MySQL),
 		{"PostgreSQL", func(t *testing.T) opener {
 			u, err := url.Parse(testdb.Postgres(t))
 			require.NoError(t, err)
@@ -94,7 +86,29 @@ func targets() []target {
 			path := filepath.Join(t.TempDir(), "soak.db")
 			return func(ctx context.Context) (driver.Driver, error) { return sqlite.Open(ctx, path) }
 		}, "SERIALIZABLE", "SERIALIZABLE"},
+		// Last, so that the earlier targets keep their default seeds.
+		mysqlReadCommitted("OracleMySQL-ReadCommitted", testdb.OracleMySQL),
+		mysqlRepeatableRead("OracleMySQL-RepeatableRead", testdb.OracleMySQL),
 	}
+}
+
+// mysqlReadCommitted is a MySQL-family server as mysql.Open configures it.
+func mysqlReadCommitted(name string, fresh func(testing.TB) string) target {
+	return target{name, func(t *testing.T) opener {
+		dsn := fresh(t)
+		return func(ctx context.Context) (driver.Driver, error) { return mysql.Open(ctx, dsn) }
+	}, "READ-COMMITTED", "READ COMMITTED"}
+}
+
+// mysqlRepeatableRead is a MySQL-family server whose sessions run at
+// REPEATABLE READ (soak.OpenMySQL), where gap locks come into play.
+func mysqlRepeatableRead(name string, fresh func(testing.TB) string) target {
+	return target{name, func(t *testing.T) opener {
+		dsn := fresh(t)
+		return func(ctx context.Context) (driver.Driver, error) {
+			return soak.OpenMySQL(ctx, dsn, sql.LevelRepeatableRead)
+		}
+	}, "REPEATABLE-READ", "REPEATABLE READ"}
 }
 
 // TestSoak is the mixed soak on every database. Each subtest asserts that
@@ -159,6 +173,7 @@ func TestSoak(t *testing.T) {
 // read this way (on MariaDB both @@tx_isolation and INNODB_TRX report the
 // session's level inside a transaction begun with SET TRANSACTION): the
 // soak observes it by behaviour, and the test checks Result.Isolation.
+// The variable's name is the server's (mysql.IsolationVariable).
 func checkSessionIsolation(t *testing.T, open opener, want string) {
 	t.Helper()
 	ctx := t.Context()
@@ -168,7 +183,9 @@ func checkSessionIsolation(t *testing.T, open opener, want string) {
 	var q string
 	switch drv.Dialect() {
 	case "mysql":
-		q = "SELECT @@tx_isolation" // MariaDB 10.x; @@transaction_isolation arrives in 11.1
+		version, err := drv.Version(ctx)
+		require.NoError(t, err)
+		q = "SELECT @@SESSION." + mysql.IsolationVariable(version)
 	case "postgres":
 		q = "SHOW transaction_isolation"
 	default:

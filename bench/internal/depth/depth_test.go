@@ -55,23 +55,42 @@ func points(t *testing.T, r *depth.Result, o depth.Options) map[string]depth.Poi
 	return by
 }
 
-// On MariaDB the literal claim through its (status, available_at) index
-// locks every candidate before sorting them by id; lockstep's claim locks
-// its rows only (trx_rows_locked counts each in the claim index and in
-// the primary key, and at most one more index record besides).
+// On MariaDB and Oracle MySQL alike the literal claim through its
+// (status, available_at) index locks every candidate before sorting them
+// by id; lockstep's claim locks its rows only (trx_rows_locked counts each
+// in the claim index and in the primary key, and at most one more index
+// record besides).
 func TestMySQL(t *testing.T) {
-	t.Parallel()
-	o := tiny(t)
-	r, err := depth.MySQL(context.Background(), testdb.MySQL(t), testdb.MySQL(t), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	by := points(t, r, o)
-	if got, d := by["literal-index"].RowsLocked, int64(o.Depths[0]); got < d {
-		t.Errorf("literal-index locked %d rows with %d PENDING; want every candidate", got, d)
-	}
-	if got, most := by["lockstep"].RowsLocked, int64(2*o.Limit+2); got > most {
-		t.Errorf("lockstep's claim of %d locked %d index records; want at most %d", o.Limit, got, most)
+	for _, c := range []struct {
+		name, database string
+		fresh          func(testing.TB) string
+	}{
+		{"MariaDB", "mariadb", testdb.MySQL},
+		{"OracleMySQL", "mysql", testdb.OracleMySQL},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			o := tiny(t)
+			r, err := depth.MySQL(context.Background(), c.fresh(t), c.fresh(t), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Database != c.database {
+				t.Errorf("database %q, want %q", r.Database, c.database)
+			}
+			by := points(t, r, o)
+			for name, p := range by {
+				if !strings.Contains(p.Plan, "key=") || strings.Contains(p.Plan, "key=NULL") {
+					t.Errorf("%s: the plan names no index: %s", name, p.Plan)
+				}
+			}
+			if got, d := by["literal-index"].RowsLocked, int64(o.Depths[0]); got < d {
+				t.Errorf("literal-index locked %d rows with %d PENDING; want every candidate", got, d)
+			}
+			if got, most := by["lockstep"].RowsLocked, int64(2*o.Limit+2); got > most {
+				t.Errorf("lockstep's claim of %d locked %d index records; want at most %d", o.Limit, got, most)
+			}
+		})
 	}
 }
 

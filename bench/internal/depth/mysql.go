@@ -227,21 +227,25 @@ func newMyLiteral(ctx context.Context, db *sql.DB, readCommitted bool) (*myLiter
 	if _, err := db.ExecContext(ctx, myLiteralSchema); err != nil {
 		return nil, fmt.Errorf("depth: create the literal claim's table: %w", err)
 	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return nil, fmt.Errorf("depth: read the server version: %w", err)
+	}
+	if _, err := mysql.CheckVersion(version); err != nil {
+		return nil, fmt.Errorf("depth: %w", err)
+	}
 	s := &myLiteral{db: db}
 	if readCommitted {
 		s.txOpts, s.isolationIs = &sql.TxOptions{Isolation: sql.LevelReadCommitted}, "READ COMMITTED"
 		return s, nil
 	}
-	// The server's default, as the application would run it. MySQL 8
-	// knows only transaction_isolation, MariaDB before 11.1 only
-	// tx_isolation.
-	for _, v := range []string{"@@transaction_isolation", "@@tx_isolation"} {
-		if err = db.QueryRowContext(ctx, "SELECT "+v).Scan(&s.isolationIs); err == nil {
-			s.isolationIs = strings.ReplaceAll(s.isolationIs, "-", " ")
-			return s, nil
-		}
+	// The server's default, as the application would run it, under the
+	// variable this server names it by (mysql.IsolationVariable).
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION."+mysql.IsolationVariable(version)).Scan(&s.isolationIs); err != nil {
+		return nil, fmt.Errorf("depth: read the default isolation level: %w", err)
 	}
-	return nil, fmt.Errorf("depth: read the default isolation level: %w", err)
+	s.isolationIs = strings.ReplaceAll(s.isolationIs, "-", " ")
+	return s, nil
 }
 
 func (s *myLiteral) drop(ctx context.Context) error {

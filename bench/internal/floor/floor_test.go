@@ -62,11 +62,24 @@ func TestPostgres(t *testing.T) {
 }
 
 func TestMySQL(t *testing.T) {
-	t.Parallel()
-	o := tiny(t)
-	r, err := floor.MySQL(context.Background(), testdb.MySQL(t), o)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name, database string
+		fresh          func(testing.TB) string
+	}{
+		{"MariaDB", "mariadb", testdb.MySQL},
+		{"OracleMySQL", "mysql", testdb.OracleMySQL},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			o := tiny(t)
+			r, err := floor.MySQL(context.Background(), c.fresh(t), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Database != c.database {
+				t.Errorf("database %q, want %q", r.Database, c.database)
+			}
+			check(t, r, o)
+		})
 	}
-	check(t, r, o)
 }

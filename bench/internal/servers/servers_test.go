@@ -38,6 +38,10 @@ func TestDurable(t *testing.T) {
 		{"mysql", "mysql", set.MySQL, servers.EnvMySQLDSN, map[string]string{
 			"innodb_flush_log_at_trx_commit": "1", "innodb_doublewrite": "1",
 		}, "SELECT @@GLOBAL.%s"},
+		// innodb_doublewrite is an enum on Oracle MySQL since 8.0.30.
+		{"oraclemysql", "mysql", set.OracleMySQL, servers.EnvOracleMySQLDSN, map[string]string{
+			"innodb_flush_log_at_trx_commit": "1", "innodb_doublewrite": "ON",
+		}, "SELECT @@GLOBAL.%s"},
 		{"postgres", "pgx", set.Postgres, servers.EnvPostgresDSN, map[string]string{
 			"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on",
 		}, "SELECT current_setting('%s')"},
@@ -73,8 +77,9 @@ func TestDurable(t *testing.T) {
 		})
 	}
 	my, pg := set.Versions(ctx)
-	t.Logf("versions: %s / %s", my, pg)
-	if my == "unavailable" || pg == "unavailable" {
-		t.Fatalf("versions: %q %q", my, pg)
+	oracle := set.OracleMySQLVersion(ctx)
+	t.Logf("versions: %s / %s / %s", my, oracle, pg)
+	if my == "unavailable" || pg == "unavailable" || oracle == "unavailable" {
+		t.Fatalf("versions: %q %q %q", my, oracle, pg)
 	}
 }

@@ -28,6 +28,10 @@ type Dialect struct {
 	ColumnarInsert func(jobs []driver.JobInsertParams) []any
 	// ChunkSize bounds the ids one multi-row statement names.
 	ChunkSize int
+	// InsertIDStep is the distance between the ids one multi-row insert
+	// without RETURNING assigns (MySQL's auto_increment_increment); 0
+	// means 1.
+	InsertIDStep int64
 	// Wake, when set on a dialect with the Notify capability, paces
 	// the wake-ups that inserts and retries send to other processes'
 	// listeners (driver.Notifier); nil sends none.

@@ -59,9 +59,11 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.Job
 		}
 	}
 	if !st.Returning {
-		// No INSERT ... RETURNING (MySQL 8): the ids come from LastInsertId,
-		// consecutive within one multi-row statement (InnoDB guarantees this
-		// for simple inserts).
+		// No INSERT ... RETURNING (MySQL): LastInsertId is the first row's
+		// id, and InnoDB reserves a multi-row VALUES insert's ids as one
+		// block, in input order, whatever innodb_autoinc_lock_mode says
+		// (interleaving is for inserts whose row count is unknown, such
+		// as INSERT ... SELECT): first, first + step, first + 2·step, ...
 		res, err := e.exec(ctx, q, st.Name, sqlText, args...)
 		if err != nil {
 			return nil, err
@@ -69,9 +71,10 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.Job
 		if res.RowsAffected != int64(len(jobs)) || res.LastInsertID == 0 {
 			return nil, fmt.Errorf("insert reported %d rows, first id %d, for %d jobs", res.RowsAffected, res.LastInsertID, len(jobs))
 		}
+		step := max(e.d.InsertIDStep, 1)
 		ids := make([]int64, len(jobs))
 		for i := range ids {
-			ids[i] = res.LastInsertID + int64(i)
+			ids[i] = res.LastInsertID + int64(i)*step
 		}
 		return ids, nil
 	}
