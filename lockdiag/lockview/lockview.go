@@ -206,9 +206,24 @@ const mysqlWaits = `SELECT rt.PROCESSLIST_ID, COALESCE(rt.PROCESSLIST_INFO, ''),
 FROM performance_schema.data_lock_waits w
 JOIN performance_schema.data_locks l ON l.ENGINE = w.ENGINE AND l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID
 JOIN performance_schema.threads rt ON rt.THREAD_ID = w.REQUESTING_THREAD_ID
-JOIN performance_schema.threads bt ON bt.THREAD_ID = w.BLOCKING_THREAD_ID
+JOIN performance_schema.threads bt ON bt.THREAD_ID = ` + mysqlBlocker + `
 WHERE rt.PROCESSLIST_DB = DATABASE()
 ORDER BY waited DESC, rt.PROCESSLIST_ID, bt.PROCESSLIST_ID`
+
+// mysqlBlocker and mysqlHolder are the THREAD_ID of the session whose
+// transaction blocks a wait or holds a lock. A record lock's THREAD_ID is
+// not always that: a row a transaction changed is locked implicitly, and
+// the session that runs into it turns that into a lock row of the owner's
+// transaction — with its own THREAD_ID (an INSERT that meets a duplicate
+// in a unique index waits, by data_lock_waits, for itself). The
+// transaction's table locks (IX before any record lock) are always taken
+// by its own session.
+const (
+	mysqlBlocker = `COALESCE((SELECT MIN(o.THREAD_ID) FROM performance_schema.data_locks o
+    WHERE o.ENGINE = w.ENGINE AND o.ENGINE_TRANSACTION_ID = w.BLOCKING_ENGINE_TRANSACTION_ID AND o.LOCK_TYPE = 'TABLE'), w.BLOCKING_THREAD_ID)`
+	mysqlHolder = `COALESCE((SELECT MIN(o.THREAD_ID) FROM performance_schema.data_locks o
+    WHERE o.ENGINE = l.ENGINE AND o.ENGINE_TRANSACTION_ID = l.ENGINE_TRANSACTION_ID AND o.LOCK_TYPE = 'TABLE'), l.THREAD_ID)`
+)
 
 // A row lock wait on PostgreSQL is a wait for the holder's transaction id;
 // the row is named by the tuple lock the waiter holds meanwhile.
@@ -302,7 +317,7 @@ ORDER BY l.lock_trx_id, l.lock_index, l.lock_data`
 const mysqlLocks = `SELECT CAST(l.ENGINE_TRANSACTION_ID AS CHAR), COALESCE(t.PROCESSLIST_ID, 0), ` + mysqlTable + `,
   COALESCE(l.INDEX_NAME, ''), l.LOCK_MODE, l.LOCK_STATUS = 'GRANTED', COALESCE(l.LOCK_DATA, '')
 FROM performance_schema.data_locks l
-LEFT JOIN performance_schema.threads t ON t.THREAD_ID = l.THREAD_ID
+LEFT JOIN performance_schema.threads t ON t.THREAD_ID = ` + mysqlHolder + `
 WHERE l.OBJECT_SCHEMA = DATABASE()
 ORDER BY l.ENGINE_TRANSACTION_ID, l.LOCK_TYPE DESC, l.INDEX_NAME, l.LOCK_DATA`
 

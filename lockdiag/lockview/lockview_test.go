@@ -149,6 +149,75 @@ func TestWaitsShowsARowLockWait(t *testing.T) {
 	}
 }
 
+// TestWaitsNameTheHolderOfAnImplicitLock: a transaction that changed a
+// unique key holds that key's index record by an implicit lock, which the
+// session that runs into it (an INSERT of the same key) turns into a lock
+// row itself. The wait and the lock table still name the holder's session,
+// not the waiter's, and each transaction's locks its own session.
+func TestWaitsNameTheHolderOfAnImplicitLock(t *testing.T) {
+	for _, c := range servers() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			db := open(t, c.driver, c.dsn(t))
+			f, err := lockview.Detect(ctx, db)
+			require.NoError(t, err)
+			for _, q := range []string{
+				"CREATE TABLE u (id BIGINT PRIMARY KEY, k INT NOT NULL, CONSTRAINT u_k UNIQUE (k))",
+				"INSERT INTO u (id, k) VALUES (1, 1)",
+			} {
+				_, err := db.ExecContext(ctx, q)
+				require.NoError(t, err, q)
+			}
+			idQuery := "SELECT CONNECTION_ID()"
+			if f == lockview.Postgres {
+				idQuery = "SELECT pg_backend_pid()"
+			}
+			session := func() (*sql.Conn, int64) {
+				conn, err := db.Conn(ctx)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = conn.Close() })
+				var id int64
+				require.NoError(t, conn.QueryRowContext(ctx, idQuery).Scan(&id))
+				return conn, id
+			}
+			holderConn, holderID := session()
+			waiterConn, waiterID := session()
+			holder, err := holderConn.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			defer func() { _ = holder.Rollback() }()
+			_, err = holder.ExecContext(ctx, "UPDATE u SET k = 5 WHERE id = 1")
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() {
+				_, err := waiterConn.ExecContext(ctx, "INSERT INTO u (id, k) VALUES (2, 5)")
+				done <- err
+			}()
+			waits, err := lockview.WaitFor(ctx, db, f, nil, nil)
+			require.NoError(t, err)
+			require.Len(t, waits, 1)
+			t.Logf("%s", waits[0])
+			require.Equal(t, waiterID, waits[0].WaiterID)
+			require.Equal(t, holderID, waits[0].BlockerID)
+
+			locks, err := lockview.Locks(ctx, db, f)
+			require.NoError(t, err)
+			sessionOf := map[string]int64{}
+			for _, l := range locks {
+				t.Logf("lock: %+v", l)
+				require.Contains(t, []int64{holderID, waiterID}, l.Session)
+				if s, ok := sessionOf[l.Trx]; ok {
+					require.Equal(t, s, l.Session, "the locks of transaction %s", l.Trx)
+				}
+				sessionOf[l.Trx] = l.Session
+			}
+			require.NoError(t, holder.Rollback())
+			require.NoError(t, <-done)
+		})
+	}
+}
+
 // TestWaitsOfOtherDatabasesAreNotShown: Waits and Locks read a server-wide
 // lock table; a wait between sessions of another database, seen from its
 // own database, is not shown to an observer of this one.
