@@ -51,7 +51,7 @@ func settingsName(durable bool) string {
 	return "test"
 }
 
-// Server is a MariaDB or PostgreSQL server started (or connected to) outside
+// Server is a MariaDB, Oracle MySQL or PostgreSQL server started (or connected to) outside
 // of a test binary, or by a test that needs a server of its own (one it
 // stops and starts again: see Stop). The caller must Close it; a server we
 // started is also killed if this process dies first.
@@ -73,6 +73,13 @@ type Server struct {
 // 127.0.0.1 with a temp data directory, or connects to opts.ExternalDSN.
 func StartMySQLServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 	return startStandalone(ctx, opts, startMySQLServer, "SELECT VERSION()")
+}
+
+// StartOracleMySQLServer starts a throwaway Oracle MySQL server from its
+// userland (see OracleMySQL) on a free port of 127.0.0.1 with a temp data
+// directory, or connects to opts.ExternalDSN.
+func StartOracleMySQLServer(ctx context.Context, opts ServerOptions) (*Server, error) {
+	return startStandalone(ctx, opts, startOracleMySQLServer, "SELECT VERSION()")
 }
 
 // StartPostgresServer starts a throwaway PostgreSQL server on a free port
@@ -316,7 +323,7 @@ func (s *Server) controllable(op string) error {
 		return nil
 	}
 	return fmt.Errorf("testdb: cannot %s an external server (named by %s): it is not ours to stop; "+
-		"start a throwaway one (StartMySQLServer or StartPostgresServer without ExternalDSN)", op, s.source)
+		"start a throwaway one (StartMySQLServer, StartOracleMySQLServer or StartPostgresServer without ExternalDSN)", op, s.source)
 }
 
 func (s *Server) usable() error {

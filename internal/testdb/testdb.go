@@ -11,9 +11,10 @@
 //	func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 //
 // A test that stops the database (a restart, a crash) must not do it to
-// the shared server: it starts one of its own with StartMySQLServer or
-// StartPostgresServer and uses Server.Stop, Kill and Start, which keep the
-// port and the data, so that the DSNs the test handed out work again.
+// the shared server: it starts one of its own with StartMySQLServer,
+// StartOracleMySQLServer or StartPostgresServer and uses Server.Stop, Kill
+// and Start, which keep the port and the data, so that the DSNs the test
+// handed out work again.
 // DSNAddr and DSNWithAddr put a proxy (internal/faultproxy) in between.
 package testdb
 
