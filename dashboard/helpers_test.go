@@ -50,6 +50,7 @@ var databases = []struct {
 }{
 	{"SQLite", openSQLite},
 	{"MariaDB", openMariaDB},
+	{"OracleMySQL", openOracleMySQL},
 	{"PostgreSQL", openPostgres},
 }
 
@@ -63,6 +64,14 @@ func openSQLite(t *testing.T) driver.Driver {
 
 func openMariaDB(t *testing.T) driver.Driver {
 	drv, err := mysql.Open(context.Background(), testdb.MySQL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	drivertest.Migrate(t, drv)
+	return drv
+}
+
+func openOracleMySQL(t *testing.T) driver.Driver {
+	drv, err := mysql.Open(context.Background(), testdb.OracleMySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
 	drivertest.Migrate(t, drv)
