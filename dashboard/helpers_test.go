@@ -44,14 +44,20 @@ type failArgs struct {
 
 func (failArgs) Kind() string { return "fail" }
 
-var databases = []struct {
+// testDatabase is a database the page tests run on.
+type testDatabase struct {
 	name string
 	open func(t *testing.T) driver.Driver
-}{
-	{"SQLite", openSQLite},
-	{"MariaDB", openMariaDB},
-	{"OracleMySQL", openOracleMySQL},
-	{"PostgreSQL", openPostgres},
+}
+
+// databases are the databases every page test runs on.
+func databases() []testDatabase {
+	return []testDatabase{
+		{"SQLite", openSQLite},
+		{"MariaDB", openMariaDB},
+		{"OracleMySQL", openOracleMySQL},
+		{"PostgreSQL", openPostgres},
+	}
 }
 
 func openSQLite(t *testing.T) driver.Driver {

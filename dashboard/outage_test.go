@@ -39,10 +39,12 @@ type outageDB struct {
 	open func(t *testing.T, ctx context.Context, srv *testdb.Server, dsn string) driver.Driver
 }
 
-var outageDBs = []outageDB{
-	{"MariaDB", testdb.EnvMySQLDSN, testdb.StartMySQLServer, openMySQLWithPassword},
-	{"OracleMySQL", testdb.EnvOracleMySQLDSN, testdb.StartOracleMySQLServer, openMySQLWithPassword},
-	{"PostgreSQL", testdb.EnvPostgresDSN, testdb.StartPostgresServer, openPostgresWithPassword},
+func outageDBs() []outageDB {
+	return []outageDB{
+		{"MariaDB", testdb.EnvMySQLDSN, testdb.StartMySQLServer, openMySQLWithPassword},
+		{"OracleMySQL", testdb.EnvOracleMySQLDSN, testdb.StartOracleMySQLServer, openMySQLWithPassword},
+		{"PostgreSQL", testdb.EnvPostgresDSN, testdb.StartPostgresServer, openPostgresWithPassword},
+	}
 }
 
 // openMySQLWithPassword connects as a user with a password and the
@@ -223,7 +225,7 @@ func (f *outageFixture) requireUnavailable(t *testing.T, b *browser, atLeast, bo
 // too; once the server is back, the same dashboard serves data again.
 func TestDashboardDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	for _, c := range outageDBs {
+	for _, c := range outageDBs() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			if os.Getenv(c.env) != "" {
