@@ -198,15 +198,16 @@ const mysqlTable = "CONCAT('`', l.OBJECT_SCHEMA, '`.`', l.OBJECT_NAME, '`')"
 // time a lock wait started: the waiter's running statement's time stands
 // for it (a statement that locked rows before it had to wait counts that
 // time too), or PROCESSLIST_TIME, in whole seconds, when the statement
-// consumer is off.
-const mysqlWaits = `SELECT rt.PROCESSLIST_ID, COALESCE(rt.PROCESSLIST_INFO, ''), bt.PROCESSLIST_ID, COALESCE(bt.PROCESSLIST_INFO, ''),
+// consumer is off. A blocker with no session (an XA transaction prepared
+// by a session that is gone) is session 0.
+const mysqlWaits = `SELECT rt.PROCESSLIST_ID, COALESCE(rt.PROCESSLIST_INFO, ''), COALESCE(bt.PROCESSLIST_ID, 0), COALESCE(bt.PROCESSLIST_INFO, ''),
   ` + mysqlTable + `, COALESCE(l.INDEX_NAME, ''), l.LOCK_MODE, COALESCE(l.LOCK_DATA, ''),
   COALESCE((SELECT MAX(s.TIMER_WAIT) FROM performance_schema.events_statements_current s
             WHERE s.THREAD_ID = w.REQUESTING_THREAD_ID AND s.END_EVENT_ID IS NULL) / 1000000, rt.PROCESSLIST_TIME * 1000000, 0) AS waited
 FROM performance_schema.data_lock_waits w
 JOIN performance_schema.data_locks l ON l.ENGINE = w.ENGINE AND l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID
 JOIN performance_schema.threads rt ON rt.THREAD_ID = w.REQUESTING_THREAD_ID
-JOIN performance_schema.threads bt ON bt.THREAD_ID = ` + mysqlBlocker + `
+LEFT JOIN performance_schema.threads bt ON bt.THREAD_ID = ` + mysqlBlocker + `
 WHERE rt.PROCESSLIST_DB = DATABASE()
 ORDER BY waited DESC, rt.PROCESSLIST_ID, bt.PROCESSLIST_ID`
 
