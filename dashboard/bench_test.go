@@ -24,8 +24,8 @@ import (
 // BenchmarkPages renders each page against 1,000,000 jobs (planguard's
 // million-mostly-done: 1,000 runs of 1,000 jobs in 4 queues, 3,003
 // PENDING, 50 RUNNING, the rest DONE), generated on the server, on
-// MariaDB and PostgreSQL. Loading takes a minute or so per database and is
-// not timed.
+// MariaDB, Oracle MySQL and PostgreSQL. Loading takes a minute or so per
+// database and is not timed.
 //
 //	go test -run '^$' -bench BenchmarkPages -benchtime 20x ./dashboard/
 func BenchmarkPages(b *testing.B) {
@@ -36,6 +36,7 @@ func BenchmarkPages(b *testing.B) {
 		open    func(ctx context.Context, dsn string) (driver.Driver, error)
 	}{
 		{"MariaDB", "mysql", testdb.MySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }},
+		{"OracleMySQL", "mysql", testdb.OracleMySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }},
 		{"PostgreSQL", "pgx", testdb.Postgres, func(ctx context.Context, dsn string) (driver.Driver, error) { return postgres.Open(ctx, dsn) }},
 	} {
 		b.Run(db.name, func(b *testing.B) {

@@ -18,7 +18,7 @@ import (
 // TestDashboardPages: on each database every page renders the fixture's
 // data, and the actions change it only with a valid CSRF token.
 func TestDashboardPages(t *testing.T) {
-	for _, db := range databases {
+	for _, db := range databases() {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

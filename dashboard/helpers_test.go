@@ -44,13 +44,20 @@ type failArgs struct {
 
 func (failArgs) Kind() string { return "fail" }
 
-var databases = []struct {
+// testDatabase is a database the page tests run on.
+type testDatabase struct {
 	name string
 	open func(t *testing.T) driver.Driver
-}{
-	{"SQLite", openSQLite},
-	{"MariaDB", openMariaDB},
-	{"PostgreSQL", openPostgres},
+}
+
+// databases are the databases every page test runs on.
+func databases() []testDatabase {
+	return []testDatabase{
+		{"SQLite", openSQLite},
+		{"MariaDB", openMariaDB},
+		{"OracleMySQL", openOracleMySQL},
+		{"PostgreSQL", openPostgres},
+	}
 }
 
 func openSQLite(t *testing.T) driver.Driver {
@@ -63,6 +70,14 @@ func openSQLite(t *testing.T) driver.Driver {
 
 func openMariaDB(t *testing.T) driver.Driver {
 	drv, err := mysql.Open(context.Background(), testdb.MySQL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	drivertest.Migrate(t, drv)
+	return drv
+}
+
+func openOracleMySQL(t *testing.T) driver.Driver {
+	drv, err := mysql.Open(context.Background(), testdb.OracleMySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
 	drivertest.Migrate(t, drv)

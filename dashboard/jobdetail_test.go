@@ -18,7 +18,7 @@ import (
 // a job's metadata, its output and its unique key, pretty-printed and
 // HTML-escaped; a job without them shows neither section.
 func TestDashboardJobMetadataAndOutput(t *testing.T) {
-	for _, db := range databases {
+	for _, db := range databases() {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

@@ -22,8 +22,19 @@ import (
 // away (a page load the user left) does not become the error the Locks
 // page shows; a poll that timed out does.
 func TestLockMonitorIgnoresAbandonedPolls(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"MariaDB", testdb.MySQL},
+		{"OracleMySQL", testdb.OracleMySQL},
+	} {
+		t.Run(c.name, func(t *testing.T) { testMonitorIgnoresAbandonedPolls(t, c.dsn(t)) })
+	}
+}
+
+func testMonitorIgnoresAbandonedPolls(t *testing.T, dsn string) {
 	ctx := context.Background()
-	dsn := testdb.MySQL(t)
 	drv, err := mysql.Open(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })

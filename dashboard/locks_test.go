@@ -33,9 +33,12 @@ func TestDashboardLocksShowsALiveWait(t *testing.T) {
 		open   func(*testing.T) driver.Driver
 		flavor lockview.Flavor
 		holdQ  string
+		mode   string // the waited-for lock on the job's PRIMARY record; "" where the server names no index
 	}{
-		{"MariaDB", openMariaDB, lockview.MariaDB, "SELECT id FROM lockstep_jobs WHERE id = ? FOR UPDATE"},
-		{"PostgreSQL", openPostgres, lockview.Postgres, "SELECT id FROM lockstep_jobs WHERE id = $1 FOR UPDATE"},
+		// MariaDB's lock table says X for the record alone; MySQL says so.
+		{"MariaDB", openMariaDB, lockview.MariaDB, "SELECT id FROM lockstep_jobs WHERE id = ? FOR UPDATE", "X"},
+		{"OracleMySQL", openOracleMySQL, lockview.MySQL, "SELECT id FROM lockstep_jobs WHERE id = ? FOR UPDATE", "X,REC_NOT_GAP"},
+		{"PostgreSQL", openPostgres, lockview.Postgres, "SELECT id FROM lockstep_jobs WHERE id = $1 FOR UPDATE", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -55,7 +58,10 @@ func TestDashboardLocksShowsALiveWait(t *testing.T) {
 				_, err := client.CancelJob(ctx, id)
 				done <- err
 			}()
-			waits, err := lockview.WaitFor(ctx, drv.DB(), c.flavor, func(w lockview.Wait) bool {
+			flavor, err := lockview.Detect(ctx, drv.DB())
+			require.NoError(t, err)
+			require.Equal(t, c.flavor, flavor)
+			waits, err := lockview.WaitFor(ctx, drv.DB(), flavor, func(w lockview.Wait) bool {
 				return strings.Contains(w.Table, "lockstep_jobs")
 			}, nil)
 			require.NoError(t, err)
@@ -77,8 +83,8 @@ func TestDashboardLocksShowsALiveWait(t *testing.T) {
 			require.Contains(t, body, "lockstep_jobs")
 			require.Contains(t, body, fmt.Sprintf("<td class=\"num\">%d</td><td class=\"num\">%d</td>", waits[0].WaiterID, waits[0].BlockerID))
 			require.Contains(t, body, "(idle in its transaction)", "the holder runs nothing now")
-			if c.flavor == lockview.MariaDB {
-				require.Contains(t, body, "<td>PRIMARY</td><td>X</td><td><code>"+strconv.FormatInt(id, 10)+"</code></td>")
+			if c.mode != "" {
+				require.Contains(t, body, "<td>PRIMARY</td><td>"+c.mode+"</td><td><code>"+strconv.FormatInt(id, 10)+"</code></td>")
 			}
 			// The htmx fragment the page refreshes shows the same.
 			frag := b.page("/locks/waits")
@@ -99,9 +105,27 @@ func TestDashboardLocksShowsALiveWait(t *testing.T) {
 // Locks page decoded: both transactions, what each held and waited for,
 // the victim, and the pattern with its explanation and fix.
 func TestDashboardLocksShowsADeadlock(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		dsn    func(testing.TB) string
+		format string // the report's layout, as the decoder names it
+		// derived: the report has no HOLDS THE LOCK(S) (MariaDB's), so what
+		// each transaction holds is read from the other's CONFLICTING WITH.
+		derived bool
+	}{
+		{"MariaDB", testdb.MySQL, "mariadb", true},
+		{"OracleMySQL", testdb.OracleMySQL, "mysql", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testLocksShowADeadlock(t, c.dsn(t), c.format, c.derived)
+		})
+	}
+}
+
+func testLocksShowADeadlock(t *testing.T, dsn, format string, derived bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dsn := testdb.MySQL(t)
 	drv, err := mysql.Open(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
@@ -137,6 +161,8 @@ func TestDashboardLocksShowsADeadlock(t *testing.T) {
 	require.NoError(t, <-ran)
 
 	require.Equal(t, 1, strings.Count(body, `data-testid="deadlock"`), "one distinct deadlock, however often it was read")
+	require.Contains(t, body, format+" report")
+	require.Equal(t, derived, strings.Contains(body, "from the other transaction's CONFLICTING WITH"))
 	require.Contains(t, body, `data-testid="deadlock-pattern"`)
 	require.Contains(t, body, "Pattern: opposite-index-order")
 	require.Contains(t, body, "idx_status vs PRIMARY")
@@ -155,11 +181,25 @@ func TestDashboardLocksShowsADeadlock(t *testing.T) {
 // TestDashboardLocksWithoutProcessPrivilege: a user without PROCESS gets
 // the page with a message naming the privilege, not a 500.
 func TestDashboardLocksWithoutProcessPrivilege(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		dsn, admin func(testing.TB) string
+	}{
+		{"MariaDB", testdb.MySQL, testdb.MySQLAdminDSN},
+		{"OracleMySQL", testdb.OracleMySQL, testdb.OracleMySQLAdminDSN},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testLocksWithoutProcessPrivilege(t, c.dsn(t), c.admin(t))
+		})
+	}
+}
+
+func testLocksWithoutProcessPrivilege(t *testing.T, dsn, adminDSN string) {
 	ctx := context.Background()
-	dsn := testdb.MySQL(t)
 	cfg, err := gomysql.ParseDSN(dsn)
 	require.NoError(t, err)
-	admin, err := sql.Open("mysql", testdb.MySQLAdminDSN(t))
+	admin, err := sql.Open("mysql", adminDSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = admin.Close() })
 	user := "dash_" + strings.TrimPrefix(cfg.DBName, "lst_")

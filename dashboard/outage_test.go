@@ -39,14 +39,19 @@ type outageDB struct {
 	open func(t *testing.T, ctx context.Context, srv *testdb.Server, dsn string) driver.Driver
 }
 
-var outageDBs = []outageDB{
-	{"MariaDB", testdb.EnvMySQLDSN, testdb.StartMySQLServer, openMariaDBWithPassword},
-	{"PostgreSQL", testdb.EnvPostgresDSN, testdb.StartPostgresServer, openPostgresWithPassword},
+func outageDBs() []outageDB {
+	return []outageDB{
+		{"MariaDB", testdb.EnvMySQLDSN, testdb.StartMySQLServer, openMySQLWithPassword},
+		{"OracleMySQL", testdb.EnvOracleMySQLDSN, testdb.StartOracleMySQLServer, openMySQLWithPassword},
+		{"PostgreSQL", testdb.EnvPostgresDSN, testdb.StartPostgresServer, openPostgresWithPassword},
+	}
 }
 
-// openMariaDBWithPassword connects as a user with a password and the
-// rights the dashboard needs (PROCESS for the lock monitor).
-func openMariaDBWithPassword(t *testing.T, ctx context.Context, srv *testdb.Server, dsn string) driver.Driver {
+// openMySQLWithPassword connects as a user with a password and the
+// rights the dashboard needs: PROCESS for the lock monitor (MariaDB's lock
+// tables, SHOW ENGINE INNODB STATUS on both), SELECT on performance_schema
+// for MySQL's lock tables.
+func openMySQLWithPassword(t *testing.T, ctx context.Context, srv *testdb.Server, dsn string) driver.Driver {
 	admin, err := sql.Open("mysql", srv.AdminDSN())
 	require.NoError(t, err)
 	defer admin.Close()
@@ -56,6 +61,7 @@ func openMariaDBWithPassword(t *testing.T, ctx context.Context, srv *testdb.Serv
 		fmt.Sprintf("CREATE USER 'dash'@'127.0.0.1' IDENTIFIED BY '%s'", outagePassword),
 		fmt.Sprintf("GRANT ALL ON `%s`.* TO 'dash'@'127.0.0.1'", cfg.DBName),
 		"GRANT PROCESS ON *.* TO 'dash'@'127.0.0.1'",
+		"GRANT SELECT ON performance_schema.* TO 'dash'@'127.0.0.1'",
 	} {
 		_, err := admin.ExecContext(ctx, stmt)
 		require.NoError(t, err)
@@ -219,7 +225,7 @@ func (f *outageFixture) requireUnavailable(t *testing.T, b *browser, atLeast, bo
 // too; once the server is back, the same dashboard serves data again.
 func TestDashboardDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	for _, c := range outageDBs {
+	for _, c := range outageDBs() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			if os.Getenv(c.env) != "" {
@@ -319,6 +325,7 @@ func TestDashboardDatabaseStalls(t *testing.T) {
 		open             func(context.Context, string) (driver.Driver, error)
 	}{
 		{"MariaDB", "mysql", testdb.MySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }},
+		{"OracleMySQL", "mysql", testdb.OracleMySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }},
 		{"PostgreSQL", "pgx", testdb.Postgres, func(ctx context.Context, dsn string) (driver.Driver, error) { return postgres.Open(ctx, dsn) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

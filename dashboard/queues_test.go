@@ -33,7 +33,7 @@ func queueSettings(t *testing.T, client *lockstep.Client, queue string) lockstep
 // table alone), only with the CSRF token; bad values are refused and
 // change nothing.
 func TestDashboardQueueSettings(t *testing.T) {
-	for _, db := range databases {
+	for _, db := range databases() {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, db.open(t))

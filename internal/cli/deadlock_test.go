@@ -90,17 +90,37 @@ func TestDeadlockDecodeErrors(t *testing.T) {
 }
 
 // TestDeadlockDecodeLive makes the claim/cancel deadlock on a throwaway
-// MariaDB (session A holds PRIMARY 10, session B's cancel through
-// idx_status waits for it, then A's claim needs B's idx_status record) and
-// decodes SHOW ENGINE INNODB STATUS with field names from
+// MariaDB and Oracle MySQL (session A holds PRIMARY 5, session B's cancel
+// through idx_status waits for it, then A's claim needs B's idx_status
+// record) and decodes SHOW ENGINE INNODB STATUS with field names from
 // information_schema.
 func TestDeadlockDecodeLive(t *testing.T) {
-	rawDSN := testdb.MySQL(t)
+	for _, c := range []struct {
+		name   string
+		dsn    func(testing.TB) string
+		format string
+		// derived: the report has no HOLDS THE LOCK(S) (MariaDB's); what a
+		// transaction holds is read from the other's CONFLICTING WITH.
+		derived bool
+	}{
+		{"MariaDB", testdb.MySQL, "mariadb", true},
+		{"OracleMySQL", testdb.OracleMySQL, "mysql", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testDeadlockDecodeLive(t, c.dsn(t), c.format, c.derived)
+		})
+	}
+}
+
+func testDeadlockDecodeLive(t *testing.T, rawDSN, format string, derived bool) {
 	db, err := sql.Open("mysql", rawDSN)
 	require.NoError(t, err)
 	defer func() { _ = db.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	flavor, err := lockview.Detect(ctx, db)
+	require.NoError(t, err)
 
 	_, err = db.ExecContext(ctx, `CREATE TABLE attempt (
   id BIGINT PRIMARY KEY, run_id BIGINT NOT NULL, status VARCHAR(16) NOT NULL,
@@ -133,7 +153,7 @@ func TestDeadlockDecodeLive(t *testing.T) {
 		}
 		bErr <- b.Commit()
 	}()
-	ws, err := lockview.WaitFor(ctx, db, lockview.MariaDB, nil, bDone.Load)
+	ws, err := lockview.WaitFor(ctx, db, flavor, nil, bDone.Load)
 	require.NoError(t, err)
 	require.NotEmpty(t, ws, "the cancel should wait for PRIMARY 5")
 
@@ -148,7 +168,7 @@ func TestDeadlockDecodeLive(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
 	require.Len(t, got.Reports, 1)
 	r := got.Reports[0]
-	require.Equal(t, "mariadb", r.Format)
+	require.Equal(t, format, r.Format)
 	require.NotNil(t, r.Pattern, out)
 	require.Equal(t, dbName+".attempt", r.Pattern.Table)
 	require.Equal(t, "idx_status", r.Pattern.Secondary)
@@ -162,4 +182,18 @@ func TestDeadlockDecodeLive(t *testing.T) {
 	claimer := r.Transaction(r.Pattern.PrimaryFirst)
 	cw := claimer.Waits.Records[0]
 	require.Equal(t, "(status='PENDING', id=5)", cw.Key())
+	// What each holds: the canceller idx_status records, the claimer
+	// PRIMARY 5.
+	for _, h := range []struct {
+		trx   *deadlock.Transaction
+		index string
+	}{{canceller, "idx_status"}, {claimer, "PRIMARY"}} {
+		require.NotEmpty(t, h.trx.Holds, out)
+		var indexes []string
+		for _, l := range h.trx.Holds {
+			require.Equal(t, derived, l.Derived, "%s report: held lock %s", format, l.Index)
+			indexes = append(indexes, l.Index)
+		}
+		require.Contains(t, indexes, h.index)
+	}
 }

@@ -32,6 +32,8 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 
 	mysqlAddr, err := testdb.DSNAddr(testdb.MySQL(t))
 	require.NoError(t, err)
+	oracleAddr, err := testdb.DSNAddr(testdb.OracleMySQL(t))
+	require.NoError(t, err)
 	pg, err := url.Parse(testdb.Postgres(t))
 	require.NoError(t, err)
 	// The throwaway PostgreSQL trusts loopback: the password is accepted
@@ -39,9 +41,10 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 	pg.User = url.UserPassword(pg.User.Username(), secret)
 
 	unreachable := map[string]string{
-		"mysql, nothing listening":    fmt.Sprintf("mysql://root:%s@%s/x", secret, closed),
-		"postgres, nothing listening": fmt.Sprintf("postgres://postgres:%s@%s/x?connect_timeout=5", secret, closed),
-		"mariadb, wrong password":     fmt.Sprintf("mysql://root:%s@%s/mysql", secret, mysqlAddr),
+		"mysql, nothing listening":     fmt.Sprintf("mysql://root:%s@%s/x", secret, closed),
+		"postgres, nothing listening":  fmt.Sprintf("postgres://postgres:%s@%s/x?connect_timeout=5", secret, closed),
+		"mariadb, wrong password":      fmt.Sprintf("mysql://root:%s@%s/mysql", secret, mysqlAddr),
+		"oracle mysql, wrong password": fmt.Sprintf("mysql://root:%s@%s/mysql", secret, oracleAddr),
 	}
 	for name, dsn := range unreachable {
 		t.Run(name, func(t *testing.T) {

@@ -30,8 +30,8 @@ import (
 // are in internal/clitest.
 
 // TestMain starts throwaway database servers lazily, for the commands
-// that need MariaDB or PostgreSQL, and removes the binary the CLI tests
-// built.
+// that need MariaDB, Oracle MySQL or PostgreSQL, and removes the binary the
+// CLI tests built.
 func TestMain(m *testing.M) {
 	os.Exit(clitest.Main(m))
 }
@@ -58,6 +58,7 @@ func cliDialects() []struct {
 	}{
 		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "q.db") }},
 		{"mariadb", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
+		{"oraclemysql", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.OracleMySQL(t)) }},
 		{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
 	}
 }

@@ -70,6 +70,7 @@ func TestServeDashboard(t *testing.T) {
 	}{
 		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "q.db") }},
 		{"MariaDB", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.MySQL(t)) }},
+		{"OracleMySQL", func(t *testing.T) string { return clitest.MySQLURL(t, testdb.OracleMySQL(t)) }},
 		{"PostgreSQL", func(t *testing.T) string { return testdb.Postgres(t) }},
 	} {
 		t.Run(d.name, func(t *testing.T) {

@@ -24,10 +24,11 @@ deadlock waits for the claim's PRIMARY 300 lock (the scenario of 'lab repro',
 chosen by --variant and --claim-plan), or, with --live, for whatever the
 sessions of the --dsn database hold and wait for now.
 
-Sources: performance_schema.data_locks on MySQL 8; INNODB_LOCKS,
+Sources: performance_schema.data_locks on MySQL 8+, which lists every
+lock (table IX locks and the cancel's idx_status locks too); INNODB_LOCKS,
 INNODB_LOCK_WAITS and INNODB_TRX on MariaDB, which list only locks that are
-part of a wait; pg_locks on PostgreSQL (--live only). MySQL and MariaDB
-need the PROCESS privilege.`,
+part of a wait; pg_locks on PostgreSQL (--live only). MariaDB needs the
+PROCESS privilege, MySQL SELECT on performance_schema.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

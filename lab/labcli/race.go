@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
@@ -124,8 +123,7 @@ rounds per experiment). --seed fixes the claim orders.`,
 	return cmd
 }
 
-// openRaceDB opens a MySQL/MariaDB pool whose sessions run at level: the
-// claimers' statements are autocommit, so the session's level is theirs.
+// openRaceDB opens a MySQL/MariaDB pool whose sessions run at level.
 func openRaceDB(ctx context.Context, raw string, level sql.IsolationLevel) (*sql.DB, error) {
 	p, err := dsn.Parse(raw)
 	if err != nil {
@@ -134,31 +132,5 @@ func openRaceDB(ctx context.Context, raw string, level sql.IsolationLevel) (*sql
 	if p.Dialect != "mysql" {
 		return nil, fmt.Errorf("lab race: the claim/cancel deadlock is InnoDB's; point --dsn at MySQL or MariaDB, not %s", p.Dialect)
 	}
-	cfg, err := gomysql.ParseDSN(p.DSN)
-	if err != nil {
-		return nil, fmt.Errorf("lab race: %w", err)
-	}
-	if cfg.Params == nil {
-		cfg.Params = map[string]string{}
-	}
-	name := map[sql.IsolationLevel]string{sql.LevelRepeatableRead: "'REPEATABLE-READ'", sql.LevelReadCommitted: "'READ-COMMITTED'"}[level]
-	// MariaDB before 11.1 knows only tx_isolation; MySQL 8 only
-	// transaction_isolation. Try the one, then the other.
-	for _, v := range []string{"tx_isolation", "transaction_isolation"} {
-		c := cfg.Clone()
-		c.Params[v] = name
-		db, err := sql.Open("mysql", c.FormatDSN())
-		if err != nil {
-			return nil, err
-		}
-		if err = db.PingContext(ctx); err == nil {
-			return db, nil
-		}
-		_ = db.Close()
-		var me *gomysql.MySQLError
-		if !errors.As(err, &me) || me.Number != 1193 {
-			return nil, fmt.Errorf("lab race: connect: %w", err)
-		}
-	}
-	return nil, errors.New("lab race: the server knows neither tx_isolation nor transaction_isolation")
+	return race.Open(ctx, p.DSN, level)
 }

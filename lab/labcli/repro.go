@@ -58,7 +58,8 @@ and the timeline is printed session by session. With an unsafe cancel it
 ends in ERROR 1213; with ids-then-primary it does not.
 
 Variants: range-status, range-run, composite, ids-then-primary, range.
-Needs MySQL or MariaDB, and the PROCESS privilege to read the lock table.
+Needs MySQL or MariaDB, and the right to read the lock table (MariaDB:
+the PROCESS privilege; MySQL: SELECT on performance_schema).
 The table is dropped afterwards (--keep leaves it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -43,18 +43,25 @@ func loadAttemptTable(t *testing.T, db *sql.DB) {
 	}
 }
 
-// requireKey asserts the precondition of a control: the plan the optimizer
-// picks for the statement on this data. The plan is read through
-// internal/mysqlplan, which asks the server what it is: a bare EXPLAIN on
-// MySQL 9.x prints a TREE, with no key column.
-func requireKey(t *testing.T, db *sql.DB, query string, want string) {
+// planKey is the index the server plans query through: EXPLAIN's key
+// column, read through internal/mysqlplan, which asks the server what it
+// is (a bare EXPLAIN on MySQL 9.x prints a TREE, with no key column).
+func planKey(t *testing.T, s server, query string) string {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := mysqlplan.Detect(ctx, db)
+	srv, err := mysqlplan.Detect(ctx, s.drv.DB())
 	require.NoError(t, err)
-	plan, err := srv.Explain(ctx, db, query)
+	plan, err := srv.Explain(ctx, s.drv.DB(), query)
 	require.NoError(t, err)
-	require.Equal(t, want, plan.Rows[0].Key, "plan of %s", query)
+	require.NotEmpty(t, plan.Rows)
+	return plan.Rows[0].Key
+}
+
+// requireKey asserts the precondition of a control: the plan the optimizer
+// picks for the statement on this data.
+func requireKey(t *testing.T, s server, query string, want string) {
+	t.Helper()
+	require.Equal(t, want, planKey(t, s, query), "plan of %s", query)
 }
 
 // attemptSessionA is the measured timeline's session A: hold PRIMARY 300 with a locking
@@ -98,6 +105,7 @@ func attemptSessionB(db *sql.DB, level sql.IsolationLevel, stmts ...string) lock
 const (
 	claimUnhinted = "UPDATE attempt SET status = 'RUNNING' WHERE id = 300 AND status = 'PENDING'"
 	claimPrimary  = "UPDATE attempt FORCE INDEX (PRIMARY) SET status = 'RUNNING' WHERE id = 300 AND status = 'PENDING'"
+	claimStatus   = "UPDATE attempt FORCE INDEX (idx_status) SET status = 'RUNNING' WHERE id = 300 AND status = 'PENDING'"
 	cancelRange   = "UPDATE attempt SET status = 'CANCELLED' WHERE run_id = 3 AND status IN ('PENDING', 'RUNNING')"
 	cancelRowByPK = "UPDATE attempt FORCE INDEX (PRIMARY) SET status = 'CANCELLED' WHERE id = %d AND status IN ('PENDING', 'RUNNING')"
 )
@@ -105,47 +113,65 @@ const (
 // TestNegativeControls: the harness that passes every writer pair must see
 // error 1213 when the claim/cancel deadlock's unsafe statements are put back — or it
 // could not see a deadlock at all. Each control is paired with its fixed
-// twin, run by the same harness on the same data.
+// twin, run by the same harness on the same data, on MariaDB and Oracle
+// MySQL, at READ COMMITTED and REPEATABLE READ.
 func TestNegativeControls(t *testing.T) {
-	s := servers(t)[0]
-	require.Equal(t, "MariaDB", s.name)
-	db := s.drv.DB()
 	byPK := []string{fmt.Sprintf(cancelRowByPK, 299), fmt.Sprintf(cancelRowByPK, 300)}
 	cases := []struct {
-		name     string
-		a        string   // session A's statement after it holds PRIMARY 300
-		b        []string // session B
-		explain  string   // the statement whose plan is the precondition
-		key      string
-		deadlock bool
+		name    string
+		a       string   // session A's statement after it holds PRIMARY 300
+		b       []string // session B
+		explain string   // the statement whose plan is the precondition
+		// deadlock maps the plans the precondition admits (EXPLAIN's key of
+		// explain) to whether the interleaving must end in 1213.
+		deadlock map[string]bool
 	}{
-		{"cancel as one range UPDATE through idx_status (as measured) × claim by PRIMARY", claimPrimary, []string{cancelRange}, cancelRange, "idx_status", true},
-		{"fixed: cancel by PRIMARY in id order × claim by PRIMARY", claimPrimary, byPK, claimPrimary, "PRIMARY", false},
-		{"claim left unhinted (finds 300 through idx_status) × cancel by PRIMARY", fmt.Sprintf(cancelRowByPK, 300), []string{claimUnhinted}, claimUnhinted, "idx_status", true},
-		{"fixed: claim FORCE INDEX (PRIMARY) × cancel by PRIMARY", fmt.Sprintf(cancelRowByPK, 300), []string{claimPrimary}, claimPrimary, "PRIMARY", false},
+		{"cancel as one range UPDATE through idx_status (as measured) × claim by PRIMARY", claimPrimary, []string{cancelRange}, cancelRange,
+			map[string]bool{"idx_status": true}},
+		{"fixed: cancel by PRIMARY in id order × claim by PRIMARY", claimPrimary, byPK, claimPrimary,
+			map[string]bool{"PRIMARY": false}},
+		// The claim as written: MariaDB finds 300 through idx_status,
+		// (status, id) with extended keys, and deadlocks; a server that plans
+		// it through PRIMARY runs the fixed claim below.
+		{"claim left unhinted × cancel by PRIMARY", fmt.Sprintf(cancelRowByPK, 300), []string{claimUnhinted}, claimUnhinted,
+			map[string]bool{"idx_status": true, "PRIMARY": false}},
+		// The unsafe claim, on every server.
+		{"claim FORCE INDEX (idx_status) × cancel by PRIMARY", fmt.Sprintf(cancelRowByPK, 300), []string{claimStatus}, claimStatus,
+			map[string]bool{"idx_status": true}},
+		{"fixed: claim FORCE INDEX (PRIMARY) × cancel by PRIMARY", fmt.Sprintf(cancelRowByPK, 300), []string{claimPrimary}, claimPrimary,
+			map[string]bool{"PRIMARY": false}},
 	}
-	for _, level := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead} {
-		for _, c := range cases {
-			t.Run(fmt.Sprintf("%s/%s", level, c.name), func(t *testing.T) {
-				loadAttemptTable(t, db)
-				requireKey(t, db, c.explain, c.key)
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				out, err := locktest.Interleave(ctx, s.observer.DB(), s.flavor, attemptSessionA(db, level, c.a), attemptSessionB(db, level, c.b...))
-				require.NoError(t, err)
-				require.True(t, out.BWaited, "B must be seen waiting for A's PRIMARY 300")
-				for _, w := range out.Waits {
-					t.Logf("seen: %s", w)
+	for _, s := range innodb(t) {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			db := s.drv.DB()
+			for _, level := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead} {
+				for _, c := range cases {
+					t.Run(fmt.Sprintf("%s/%s", level, c.name), func(t *testing.T) {
+						loadAttemptTable(t, db)
+						key := planKey(t, s, c.explain)
+						deadlock, admitted := c.deadlock[key]
+						require.True(t, admitted, "%s is planned through %q, which this control does not expect", c.explain, key)
+						t.Logf("%s: planned through %s", c.explain, key)
+						ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+						defer cancel()
+						out, err := locktest.Interleave(ctx, s.observer.DB(), s.flavor, attemptSessionA(db, level, c.a), attemptSessionB(db, level, c.b...))
+						require.NoError(t, err)
+						require.True(t, out.BWaited, "B must be seen waiting for A's PRIMARY 300")
+						for _, w := range out.Waits {
+							t.Logf("seen: %s", w)
+						}
+						kinds := []rowtype.ErrorKind{s.drv.ClassifyError(out.ErrA), s.drv.ClassifyError(out.ErrB)}
+						if deadlock {
+							require.Contains(t, kinds, rowtype.ErrorDeadlock, "expected error 1213; A: %v, B: %v", out.ErrA, out.ErrB)
+							t.Logf("1213 as expected: A: %v; B: %v", out.ErrA, out.ErrB)
+							return
+						}
+						require.NoError(t, out.ErrA)
+						require.NoError(t, out.ErrB)
+					})
 				}
-				kinds := []rowtype.ErrorKind{s.drv.ClassifyError(out.ErrA), s.drv.ClassifyError(out.ErrB)}
-				if c.deadlock {
-					require.Contains(t, kinds, rowtype.ErrorDeadlock, "expected error 1213; A: %v, B: %v", out.ErrA, out.ErrB)
-					t.Logf("1213 as expected: A: %v; B: %v", out.ErrA, out.ErrB)
-					return
-				}
-				require.NoError(t, out.ErrA)
-				require.NoError(t, out.ErrB)
-			})
-		}
+			}
+		})
 	}
 }

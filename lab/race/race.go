@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -206,6 +207,72 @@ func cancelRun(ctx context.Context, c *sql.Conn, cancel attempt.Cancel) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// Open opens a pool on dsn (a go-sql-driver/mysql DSN) whose sessions run
+// at level, READ COMMITTED or REPEATABLE READ: the claimers' statements are
+// autocommit, so the session's level is theirs. It asks the server which
+// variable sets the level: MariaDB before 11.1 knows only tx_isolation,
+// MySQL 8+ and MariaDB 11.1+ transaction_isolation (both fail the other's
+// name with error 1193).
+func Open(ctx context.Context, dsn string, level sql.IsolationLevel) (*sql.DB, error) {
+	value, ok := map[sql.IsolationLevel]string{sql.LevelRepeatableRead: "REPEATABLE-READ", sql.LevelReadCommitted: "READ-COMMITTED"}[level]
+	if !ok {
+		return nil, fmt.Errorf("race: isolation level %v: want READ COMMITTED or REPEATABLE READ", level)
+	}
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("race: %w", err)
+	}
+	probe, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("race: %w", err)
+	}
+	name, err := isolationVariable(ctx, probe)
+	_ = probe.Close()
+	if err != nil {
+		return nil, err
+	}
+	params := map[string]string{}
+	for k, v := range cfg.Params {
+		params[k] = v
+	}
+	params[name] = "'" + value + "'"
+	cfg.Params = params
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("race: %w", err)
+	}
+	var got string
+	if err := db.QueryRowContext(ctx, "SELECT @@"+name).Scan(&got); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("race: connect: %w", err)
+	}
+	if got != value {
+		_ = db.Close()
+		return nil, fmt.Errorf("race: the sessions run at %s, not %s", got, value)
+	}
+	return db, nil
+}
+
+// isolationVariable names the server's session variable of the isolation
+// level, from its version.
+func isolationVariable(ctx context.Context, db *sql.DB) (string, error) {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return "", fmt.Errorf("race: connect: %w", err)
+	}
+	if !strings.Contains(strings.ToLower(version), "mariadb") {
+		return "transaction_isolation", nil
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return "", fmt.Errorf("race: server version %q: %w", version, err)
+	}
+	if major < 11 || major == 11 && minor < 1 {
+		return "tx_isolation", nil
+	}
+	return "transaction_isolation", nil
 }
 
 // Codes lists the error numbers of a result in ascending order.

@@ -122,7 +122,35 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 	rec := &recorder{}
 	var bMu sync.Mutex
 	bCurrent, bDone := -1, false
+	var bSession int64 // B's CONNECTION_ID(), once B has begun
+	var bWait *lockview.Wait
 	txOpts := &sql.TxOptions{Isolation: opts.Isolation}
+	// bWaits confirms that B itself waits: the lock table is the server's
+	// and the database may be shared, so a wait between other sessions must
+	// not pass for B's. It gives up when B has finished without waiting.
+	bWaits := func(ctx context.Context) error {
+		ws, err := lockview.WaitFor(ctx, observer, flavor, func(w lockview.Wait) bool {
+			bMu.Lock()
+			defer bMu.Unlock()
+			return bSession != 0 && w.WaiterID == bSession
+		}, func() bool {
+			bMu.Lock()
+			defer bMu.Unlock()
+			return bDone
+		})
+		if err != nil {
+			return err
+		}
+		bMu.Lock()
+		defer bMu.Unlock()
+		for _, w := range ws {
+			if w.WaiterID == bSession {
+				bWait = &w
+				break
+			}
+		}
+		return nil
+	}
 
 	a := func(ctx context.Context, pause func()) error {
 		tx, err := db.BeginTx(ctx, txOpts)
@@ -138,6 +166,9 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 		}
 		rec.add("A", lock, "1 row (holds PRIMARY 300)")
 		pause()
+		if err := bWaits(ctx); err != nil {
+			return fmt.Errorf("waiting for B's lock wait: %w", err)
+		}
 		if opts.WhileWaiting != nil {
 			// B is still blocked: A has not gone on.
 			if err := opts.WhileWaiting(ctx); err != nil {
@@ -145,7 +176,7 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 			}
 		}
 		bMu.Lock()
-		if !bDone && bCurrent >= 0 {
+		if bWait != nil && !bDone && bCurrent >= 0 {
 			rec.set(bCurrent, "waits")
 		}
 		bMu.Unlock()
@@ -168,7 +199,21 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 			bDone = true
 			bMu.Unlock()
 		}()
-		tx, err := db.BeginTx(ctx, txOpts)
+		// B's session, named before its transaction begins, so that its
+		// wait can be told from others'.
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		var id int64
+		if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+			return err
+		}
+		bMu.Lock()
+		bSession = id
+		bMu.Unlock()
+		tx, err := conn.BeginTx(ctx, txOpts)
 		if err != nil {
 			return err
 		}
@@ -211,8 +256,7 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 	if err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
 	}
-	if len(out.Waits) > 0 {
-		w := out.Waits[0]
+	if w := bWait; w != nil {
 		for i, s := range rec.steps {
 			if s.Result == "waits" || strings.HasPrefix(s.Result, "waits, then") {
 				rec.steps[i].Result = strings.Replace(s.Result, "waits", fmt.Sprintf("waits for %s %s %s (seen in the server's lock table)", w.Index, w.Mode, w.Data), 1)

@@ -28,15 +28,19 @@ const (
 
 // Wait is one session waiting for a lock another session holds.
 type Wait struct {
-	// WaiterID and BlockerID are the sessions' ids (MySQL thread id,
-	// PostgreSQL pid); the queries are what they run now (a blocker that
-	// is idle in its transaction shows none).
+	// WaiterID and BlockerID are the sessions' ids (the connection id
+	// CONNECTION_ID() returns on MySQL and MariaDB, the PostgreSQL pid);
+	// the queries are what they run now (a blocker that is idle in its
+	// transaction shows none).
 	WaiterID, BlockerID       int64
 	WaiterQuery, BlockerQuery string
 	// Table, Index, Mode and Data describe the lock waited for, where the
 	// server says (PostgreSQL names no index; its row locks are on tuples).
+	// Mode is the server's word: MariaDB's X is MySQL's X,REC_NOT_GAP.
 	Table, Index, Mode, Data string
-	Waiting                  time.Duration
+	// Waiting is how long the session has waited; on MySQL, which keeps no
+	// time a wait started, how long its statement has run.
+	Waiting time.Duration
 }
 
 func (w Wait) String() string {
@@ -44,9 +48,11 @@ func (w Wait) String() string {
 }
 
 // ErrPrivilege is returned when the server refuses to show its lock tables.
-var ErrPrivilege = errors.New("lockview: the server refused to show its lock tables; MySQL and MariaDB need the PROCESS privilege (GRANT PROCESS ON *.* TO the user)")
+var ErrPrivilege = errors.New("lockview: the server refused to show its lock tables; MariaDB needs the PROCESS privilege (GRANT PROCESS ON *.* TO the user), MySQL 8+ SELECT on performance_schema (GRANT SELECT ON performance_schema.* TO the user)")
 
-// Detect asks the server what it is.
+// Detect asks the server what it is: a version() that names neither
+// PostgreSQL nor MariaDB is MySQL, 8.0 or later, whose lock views are in
+// performance_schema.
 func Detect(ctx context.Context, db *sql.DB) (Flavor, error) {
 	var v string
 	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&v); err != nil {
@@ -64,7 +70,7 @@ func Detect(ctx context.Context, db *sql.DB) (Flavor, error) {
 // Waits returns the lock waits of sessions connected to the current
 // database. On MariaDB the information_schema lock tables are a cache that
 // InnoDB refreshes only after 0.1 s without readers: poll no faster than
-// PollInterval or it never refreshes.
+// PollInterval or it never refreshes. MySQL's performance_schema is live.
 func Waits(ctx context.Context, db *sql.DB, f Flavor) ([]Wait, error) {
 	q, err := pick(f, mariadbWaits, mysqlWaits, postgresWaits)
 	if err != nil {
@@ -180,18 +186,45 @@ JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id
 WHERE p.DB = DATABASE() AND p.COMMAND <> 'Sleep'
 ORDER BY r.trx_wait_started`
 
-// MySQL 8 moved lock waits to performance_schema. Not exercised by the
-// test suite here (no MySQL 8 server is installable on the CI machines).
-const mysqlWaits = `SELECT r.trx_mysql_thread_id, COALESCE(r.trx_query, ''), b.trx_mysql_thread_id, COALESCE(b.trx_query, ''),
-  CONCAT(l.object_schema, '.', l.object_name), COALESCE(l.index_name, ''), l.lock_mode, COALESCE(l.lock_data, ''),
-  COALESCE(TIMESTAMPDIFF(MICROSECOND, r.trx_wait_started, NOW(6)), 0)
+// mysqlTable names a data_locks row's table as MariaDB's lock tables do:
+// `schema`.`table`.
+const mysqlTable = "CONCAT('`', l.OBJECT_SCHEMA, '`.`', l.OBJECT_NAME, '`')"
+
+// MySQL 8+ shows lock waits in performance_schema, which is read live
+// (information_schema.INNODB_TRX is a cache, like MariaDB's) and needs only
+// SELECT on performance_schema, not PROCESS. Its locks name the session by
+// performance_schema's THREAD_ID; threads maps that to the PROCESSLIST_ID
+// (CONNECTION_ID()) the other servers' ids are. performance_schema keeps no
+// time a lock wait started: the waiter's running statement's time stands
+// for it (a statement that locked rows before it had to wait counts that
+// time too), or PROCESSLIST_TIME, in whole seconds, when the statement
+// consumer is off. A blocker with no session (an XA transaction prepared
+// by a session that is gone) is session 0.
+const mysqlWaits = `SELECT rt.PROCESSLIST_ID, COALESCE(rt.PROCESSLIST_INFO, ''), COALESCE(bt.PROCESSLIST_ID, 0), COALESCE(bt.PROCESSLIST_INFO, ''),
+  ` + mysqlTable + `, COALESCE(l.INDEX_NAME, ''), l.LOCK_MODE, COALESCE(l.LOCK_DATA, ''),
+  COALESCE((SELECT MAX(s.TIMER_WAIT) FROM performance_schema.events_statements_current s
+            WHERE s.THREAD_ID = w.REQUESTING_THREAD_ID AND s.END_EVENT_ID IS NULL) / 1000000, rt.PROCESSLIST_TIME * 1000000, 0) AS waited
 FROM performance_schema.data_lock_waits w
-JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_engine_transaction_id
-JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_engine_transaction_id
-JOIN performance_schema.data_locks l ON l.engine_lock_id = w.requesting_engine_lock_id
-JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id
-WHERE p.DB = DATABASE()
-ORDER BY r.trx_wait_started`
+JOIN performance_schema.data_locks l ON l.ENGINE = w.ENGINE AND l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID
+JOIN performance_schema.threads rt ON rt.THREAD_ID = w.REQUESTING_THREAD_ID
+LEFT JOIN performance_schema.threads bt ON bt.THREAD_ID = ` + mysqlBlocker + `
+WHERE rt.PROCESSLIST_DB = DATABASE()
+ORDER BY waited DESC, rt.PROCESSLIST_ID, bt.PROCESSLIST_ID`
+
+// mysqlBlocker and mysqlHolder are the THREAD_ID of the session whose
+// transaction blocks a wait or holds a lock. A record lock's THREAD_ID is
+// not always that: a row a transaction changed is locked implicitly, and
+// the session that runs into it turns that into a lock row of the owner's
+// transaction — with its own THREAD_ID (an INSERT that meets a duplicate
+// in a unique index waits, by data_lock_waits, for itself). The
+// transaction's table locks (IX before any record lock) are always taken
+// by its own session.
+const (
+	mysqlBlocker = `COALESCE((SELECT MIN(o.THREAD_ID) FROM performance_schema.data_locks o
+    WHERE o.ENGINE = w.ENGINE AND o.ENGINE_TRANSACTION_ID = w.BLOCKING_ENGINE_TRANSACTION_ID AND o.LOCK_TYPE = 'TABLE'), w.BLOCKING_THREAD_ID)`
+	mysqlHolder = `COALESCE((SELECT MIN(o.THREAD_ID) FROM performance_schema.data_locks o
+    WHERE o.ENGINE = l.ENGINE AND o.ENGINE_TRANSACTION_ID = l.ENGINE_TRANSACTION_ID AND o.LOCK_TYPE = 'TABLE'), l.THREAD_ID)`
+)
 
 // A row lock wait on PostgreSQL is a wait for the holder's transaction id;
 // the row is named by the tuple lock the waiter holds meanwhile.
@@ -230,13 +263,13 @@ func LocksNote(f Flavor) string {
 	case MariaDB:
 		return "MariaDB's information_schema.INNODB_LOCKS lists only locks that are part of a wait: locks no one waits for are not shown"
 	case MySQL:
-		return "from performance_schema.data_locks: every lock InnoDB holds or waits for"
+		return "MySQL's performance_schema.data_locks lists every lock InnoDB holds or waits for, table locks (IX) included; X,REC_NOT_GAP locks the record only, X the record and the gap before it, X,GAP only the gap"
 	default:
 		return "from pg_locks: relation, tuple and transaction locks of sessions in this database"
 	}
 }
 
-// Locks returns the lock table of the current database's sessions. On
+// Locks returns the server's locks on the current database's tables. On
 // MariaDB it first waits PollInterval, so that its read comes more than
 // 0.1 s after any earlier one and refreshes the cache instead of returning
 // locks that may be gone.
@@ -269,19 +302,26 @@ func Locks(ctx context.Context, db *sql.DB, f Flavor) ([]Lock, error) {
 	return out, nil
 }
 
+// mariadbOwnTable keeps the locks on the current database's tables:
+// MariaDB names a lock's table `schema`.`table`, backticks doubled inside.
+const mariadbOwnTable = "LEFT(l.lock_table, CHAR_LENGTH(REPLACE(DATABASE(), '`', '``')) + 3) = CONCAT('`', REPLACE(DATABASE(), '`', '``'), '`.')"
+
 const mariadbLocks = `SELECT CAST(l.lock_trx_id AS CHAR), COALESCE(t.trx_mysql_thread_id, 0), l.lock_table, COALESCE(l.lock_index, ''), l.lock_mode,
   NOT EXISTS (SELECT 1 FROM information_schema.INNODB_LOCK_WAITS w WHERE w.requested_lock_id = l.lock_id),
   COALESCE(l.lock_data, '')
 FROM information_schema.INNODB_LOCKS l
 LEFT JOIN information_schema.INNODB_TRX t ON t.trx_id = l.lock_trx_id
-ORDER BY l.lock_trx_id, l.lock_index, l.lock_data`
+WHERE ` + mariadbOwnTable + `
+ORDER BY l.lock_trx_id, l.lock_index, CHAR_LENGTH(l.lock_data), l.lock_data`
 
-const mysqlLocks = `SELECT CAST(l.engine_transaction_id AS CHAR), COALESCE(t.trx_mysql_thread_id, 0), CONCAT(l.object_schema, '.', l.object_name),
-  COALESCE(l.index_name, ''), l.lock_mode, l.lock_status = 'GRANTED', COALESCE(l.lock_data, '')
+// MySQL's data_locks has every lock, table (IX) and record alike, live.
+// Shorter lock data first puts 99 before 100 (the keys are text).
+const mysqlLocks = `SELECT CAST(l.ENGINE_TRANSACTION_ID AS CHAR), COALESCE(t.PROCESSLIST_ID, 0), ` + mysqlTable + `,
+  COALESCE(l.INDEX_NAME, ''), l.LOCK_MODE, l.LOCK_STATUS = 'GRANTED', COALESCE(l.LOCK_DATA, '')
 FROM performance_schema.data_locks l
-LEFT JOIN information_schema.INNODB_TRX t ON t.trx_id = l.engine_transaction_id
-WHERE l.object_schema = DATABASE()
-ORDER BY l.engine_transaction_id, l.index_name, l.lock_data`
+LEFT JOIN performance_schema.threads t ON t.THREAD_ID = ` + mysqlHolder + `
+WHERE l.OBJECT_SCHEMA = DATABASE()
+ORDER BY l.ENGINE_TRANSACTION_ID, l.LOCK_TYPE DESC, l.INDEX_NAME, CHAR_LENGTH(l.LOCK_DATA), l.LOCK_DATA`
 
 const postgresLocks = `SELECT COALESCE(l.virtualtransaction, ''), l.pid, COALESCE(l.relation::regclass::text, ''), '', l.mode, l.granted,
   CASE WHEN l.locktype = 'tuple' THEN 'tuple (' || l.page || ',' || l.tuple || ')'
