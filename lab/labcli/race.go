@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -73,15 +74,10 @@ rounds per experiment). --seed fixes the claim orders.`,
 			defer func() { _ = attempt.Drop(cmd.Context(), db) }()
 			var results []*race.Result
 			for _, ce := range cells {
-				bar := progressbar.NewOptions(rounds,
-					progressbar.OptionSetWriter(c.Stderr),
-					progressbar.OptionSetDescription(fmt.Sprintf("%-16s × claim %-7s", ce.cancel.Name, ce.claim.Name)),
-					progressbar.OptionShowCount(),
-					progressbar.OptionSetWidth(30),
-					progressbar.OptionClearOnFinish())
+				progress, finish := roundProgress(c.Stderr, rounds, fmt.Sprintf("%-16s × claim %-7s", ce.cancel.Name, ce.claim.Name))
 				r, err := race.Run(ctx, db, race.Options{Cancel: ce.cancel, Claim: ce.claim, Rounds: rounds, Claimers: claimers, Seed: seedN,
-					Progress: func(int) { _ = bar.Add(1) }})
-				_ = bar.Finish()
+					Progress: progress})
+				finish()
 				if err != nil {
 					return err
 				}
@@ -133,4 +129,24 @@ func openRaceDB(ctx context.Context, raw string, level sql.IsolationLevel) (*sql
 		return nil, fmt.Errorf("lab race: the claim/cancel deadlock is InnoDB's; point --dsn at MySQL or MariaDB, not %s", p.Dialect)
 	}
 	return race.Open(ctx, p.DSN, level)
+}
+
+// roundProgress is a progress bar of the rounds on w when w is a terminal,
+// and nothing otherwise: redrawn bars in a log file or a pipe are noise
+// (one line per round, with carriage returns).
+func roundProgress(w io.Writer, rounds int, desc string) (progress func(int), finish func()) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return func(int) {}, func() {}
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func(int) {}, func() {}
+	}
+	bar := progressbar.NewOptions(rounds,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionClearOnFinish())
+	return func(int) { _ = bar.Add(1) }, func() { _ = bar.Finish() }
 }
