@@ -60,8 +60,11 @@ plan the literal claim differently.`,
 			for _, db := range dbs {
 				newDB := set.MySQL
 				measure := depth.MySQL
-				if db == "postgres" {
+				switch db {
+				case "postgres":
 					newDB, measure = set.Postgres, depth.Postgres
+				case "mysql":
+					newDB = set.OracleMySQL
 				}
 				lsDSN, err := newDB(ctx)
 				if err != nil {
@@ -94,7 +97,7 @@ plan the literal claim differently.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&databases, "databases", "postgres,mariadb", "comma-separated databases: postgres, mariadb")
+	f.StringVar(&databases, "databases", "postgres,mariadb", "comma-separated databases: postgres, mariadb, mysql (Oracle MySQL)")
 	f.IntSliceVar(&o.Depths, "depths", o.Depths, "numbers of PENDING jobs, ascending")
 	f.IntVar(&o.Done, "done", o.Done, "DONE jobs loaded before the PENDING ones (lower ids)")
 	f.IntVar(&o.Claims, "claims", o.Claims, "claims timed per claim kind and depth")

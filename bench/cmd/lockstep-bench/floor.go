@@ -55,7 +55,11 @@ jobs/s for each, and the best is the floor.`,
 					res, err = floor.Postgres(ctx, dsn, o)
 					_ = set.Drop(ctx, dsn)
 				} else {
-					dsn, err := set.MySQL(ctx)
+					newDB := set.MySQL
+					if db == "mysql" {
+						newDB = set.OracleMySQL
+					}
+					dsn, err := newDB(ctx)
 					if err != nil {
 						return err
 					}
@@ -79,7 +83,7 @@ jobs/s for each, and the best is the floor.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&databases, "databases", "postgres,mariadb", "comma-separated databases: postgres, mariadb")
+	f.StringVar(&databases, "databases", "postgres,mariadb", "comma-separated databases: postgres, mariadb, mysql (Oracle MySQL)")
 	f.IntSliceVar(&o.Batches, "batch", o.Batches, "batch sizes tried (rows per insert, claim and finish)")
 	f.IntSliceVar(&o.Concurrency, "concurrency", o.Concurrency, "numbers of concurrent loops tried")
 	f.DurationVar(&o.Duration, "duration", o.Duration, "measured interval of each point")
@@ -87,19 +91,21 @@ jobs/s for each, and the best is the floor.`,
 	return cmd
 }
 
-// parseDBList reads a comma-separated list of postgres and mariadb
-// (mysql is taken for mariadb: the server the harness starts).
+// parseDBList reads a comma-separated list of postgres, mariadb and mysql
+// (Oracle MySQL, which the harness starts from its userland).
 func parseDBList(s string) ([]string, error) {
 	var out []string
 	for _, d := range strings.Split(s, ",") {
 		switch d = strings.ToLower(strings.TrimSpace(d)); d {
 		case "postgres", "postgresql", "pg":
 			out = append(out, "postgres")
-		case "mariadb", "mysql":
+		case "mariadb":
 			out = append(out, "mariadb")
+		case "mysql", "oracle-mysql":
+			out = append(out, "mysql")
 		case "":
 		default:
-			return nil, fmt.Errorf("--databases: unknown database %q (want postgres, mariadb)", d)
+			return nil, fmt.Errorf("--databases: unknown database %q (want postgres, mariadb, mysql)", d)
 		}
 	}
 	if len(out) == 0 {

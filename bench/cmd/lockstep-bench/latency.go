@@ -118,7 +118,7 @@ worker process's.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&databases, "databases", "postgres,mariadb,sqlite", "comma-separated databases: postgres, mariadb, sqlite")
+	f.StringVar(&databases, "databases", "postgres,mariadb,sqlite", "comma-separated databases: postgres, mariadb, mysql (Oracle MySQL), sqlite")
 	f.StringVar(&modes, "modes", "cross,same", "comma-separated: cross (enqueuer on another pool), same (one client)")
 	f.IntSliceVar(&rates, "rates", []int{100, 2000}, "jobs per second, the lowest being the light load")
 	f.DurationVar(&o.Duration, "duration", o.Duration, "enqueueing time per row")
@@ -172,7 +172,7 @@ func parseLatencyDBs(s string) ([]string, error) {
 		}
 		got, err := parseDBList(d)
 		if err != nil {
-			return nil, fmt.Errorf("--databases: unknown database %q (want postgres, mariadb, sqlite)", d)
+			return nil, fmt.Errorf("--databases: unknown database %q (want postgres, mariadb, mysql, sqlite)", d)
 		}
 		out = append(out, got...)
 	}
@@ -187,15 +187,18 @@ func parseLatencyDBs(s string) ([]string, error) {
 func latencyTarget(r *root, db string) (latency.Target, error) {
 	t := latency.Target{Name: db}
 	switch db {
-	case "postgres", "mariadb":
+	case "postgres", "mariadb", "mysql":
 		t.NewDatabase = func(ctx context.Context) (*latency.Database, error) {
 			set, err := r.Servers(ctx)
 			if err != nil {
 				return nil, err
 			}
 			newDB, open := set.Postgres, func(ctx context.Context, dsn string) (driver.Driver, error) { return postgres.Open(ctx, dsn) }
-			if db == "mariadb" {
+			switch db {
+			case "mariadb":
 				newDB, open = set.MySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }
+			case "mysql":
+				newDB, open = set.OracleMySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }
 			}
 			dsn, err := newDB(ctx)
 			if err != nil {
