@@ -91,6 +91,7 @@ type outageFixture struct {
 	run        int64
 	jobs       []int64
 	lonely     int64
+	victim     int64    // the job the stalled or refused cancel names
 	paths      []string // every page that reads the database
 	partials   []string // what htmx reloads
 	csrf       string
@@ -107,14 +108,20 @@ func newOutageFixture(t *testing.T, ctx context.Context, client *lockstep.Client
 	lonelyRes, err := client.Insert(ctx, okArgs{N: 3}, idle)
 	require.NoError(t, err)
 	lonely := lonelyRes.ID
-	f := &outageFixture{run: run.ID, jobs: jobs, lonely: lonely}
+	// The cancel sent while the database is unreachable names a job of its
+	// own, which requireData does not read: a request stalled in the
+	// network may still reach the server once the network is back (the
+	// proxy delivers what it held), and commit after its caller gave up.
+	victimRes, err := client.Insert(ctx, okArgs{N: 4}, &lockstep.InsertOpts{Queue: "victim"})
+	require.NoError(t, err)
+	f := &outageFixture{run: run.ID, jobs: jobs, lonely: lonely, victim: victimRes.ID}
 	f.paths = []string{
 		"/", "/runs", fmt.Sprintf("/runs/%d", run.ID), "/jobs", "/jobs?queue=idle",
 		fmt.Sprintf("/jobs/%d", lonely), "/locks",
 	}
 	f.partials = []string{"/queues/table", "/locks/waits"}
 	f.csrf = b.csrf("/jobs")
-	f.cancelPath = fmt.Sprintf("/jobs/%d/cancel", lonely)
+	f.cancelPath = fmt.Sprintf("/jobs/%d/cancel", f.victim)
 	return f
 }
 
@@ -264,7 +271,7 @@ func TestDashboardDatabaseOutage(t *testing.T) {
 			// the stop may fail one more request (see requireRecovers).
 			requireRecovers(t, b, f)
 			f.requireData(t, b)
-			j, err := client.Job(ctx, f.lonely)
+			j, err := client.Job(ctx, f.victim)
 			require.NoError(t, err)
 			require.Equal(t, lockstep.StatusPending, j.Status, "the cancel during the outage did not happen")
 			require.True(t, queueSettings(t, client, "idle").Paused.IsZero(), "nor the pause")
