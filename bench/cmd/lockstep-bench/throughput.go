@@ -19,7 +19,7 @@ func newThroughputCmd(r *root) *cobra.Command {
 	fo.Batches, fo.Concurrency = []int{100, 500, 1000}, []int{2, 4, 8}
 	cmd := &cobra.Command{
 		Use:   "throughput",
-		Short: "Jobs/s of no-op jobs: lockstep on PostgreSQL, MariaDB and SQLite, River on the same PostgreSQL",
+		Short: "Jobs/s of no-op jobs: lockstep on PostgreSQL, MariaDB, Oracle MySQL and SQLite, River on the same PostgreSQL",
 		Long: `throughput works no-op jobs and counts a job only once its completion is
 reported committed (lockstep: EventJobFinished with status DONE; River: its
 job_completed subscription, as River's own benchmark counts), then checks the
@@ -31,7 +31,8 @@ starts the workers and times until the last one is done; continuous keeps
 completions of --duration.
 
 Systems alternate within each repetition (lockstep-postgres, river-postgres,
-lockstep-mariadb, lockstep-sqlite, then again), each run on a fresh database.
+lockstep-mariadb, lockstep-mysql, lockstep-sqlite, then again), each run on a
+fresh database; lockstep-mysql is Oracle MySQL.
 The table shows jobs/s per run, each system's median, and lockstep's jobs/s
 over River's, pair by pair (same repetition).`,
 		Args: cobra.NoArgs,

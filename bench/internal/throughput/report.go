@@ -19,6 +19,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if m.MariaDB != "" {
 		fmt.Fprintf(b, "; MariaDB %s", m.MariaDB)
 	}
+	if m.MySQL != "" {
+		fmt.Fprintf(b, "; Oracle %s", m.MySQL)
+	}
 	fmt.Fprintf(b, ".\n")
 	pool := "pgx default, max(4, GOMAXPROCS)"
 	if c.PGPoolConns > 0 {
@@ -111,8 +114,8 @@ func (rep *Report) writeDBStats(b *strings.Builder) {
 	for _, key := range order {
 		r := last[key]
 		s := r.DB
-		switch r.System {
-		case LockstepMariaDB:
+		switch {
+		case innodb(r.System):
 			fmt.Fprintf(b, "%s, %s: %.2f statements/job (Questions), redo %.0f bytes/job, %.3f fsyncs/job (Innodb_data_fsyncs)\n",
 				r.System, r.Mode, s.StatementsPerJob, s.LogBytesPerJob, s.LogFsyncsPerJob)
 			for _, t := range s.Top {

@@ -12,12 +12,18 @@ const (
 	LockstepPostgres = "lockstep-postgres"
 	RiverPostgres    = "river-postgres"
 	LockstepMariaDB  = "lockstep-mariadb"
+	LockstepMySQL    = "lockstep-mysql" // Oracle MySQL
 	LockstepSQLite   = "lockstep-sqlite"
 )
 
 // AllSystems is the default order of one repetition: the two systems on
-// PostgreSQL side by side, then lockstep on MariaDB and SQLite.
-var AllSystems = []string{LockstepPostgres, RiverPostgres, LockstepMariaDB, LockstepSQLite}
+// PostgreSQL side by side, then lockstep on MariaDB, Oracle MySQL and
+// SQLite.
+var AllSystems = []string{LockstepPostgres, RiverPostgres, LockstepMariaDB, LockstepMySQL, LockstepSQLite}
+
+// innodb reports whether a system runs on an InnoDB server (MariaDB or
+// Oracle MySQL), whose statistics come from SHOW GLOBAL STATUS.
+func innodb(system string) bool { return system == LockstepMariaDB || system == LockstepMySQL }
 
 // ParseSystems checks a comma-separated list of system names.
 func ParseSystems(s string) ([]string, error) {

@@ -202,6 +202,7 @@ type Machine struct {
 	GoArch    string  `json:"goarch"`
 	Go        string  `json:"go"`
 	MariaDB   string  `json:"mariadb,omitempty"`
+	MySQL     string  `json:"mysql,omitempty"` // Oracle MySQL
 	Postgres  string  `json:"postgres,omitempty"`
 }
 
@@ -219,9 +220,10 @@ func Run(ctx context.Context, set *servers.Set, cfg Config) (*Report, error) {
 	rep.Machine = Machine{CPUs: runtime.NumCPU(), MemoryGiB: memoryGiB(), GoArch: runtime.GOARCH, Go: runtime.Version()}
 	log := cfg.logger()
 
-	usesMySQL, usesPostgres := false, false
+	usesMySQL, usesOracle, usesPostgres := false, false, false
 	for _, s := range cfg.Systems {
 		usesMySQL = usesMySQL || s == LockstepMariaDB
+		usesOracle = usesOracle || s == LockstepMySQL
 		usesPostgres = usesPostgres || s == LockstepPostgres || s == RiverPostgres
 	}
 	for _, mode := range cfg.Modes {
@@ -250,6 +252,9 @@ func Run(ctx context.Context, set *servers.Set, cfg Config) (*Report, error) {
 	if usesPostgres {
 		rep.Machine.Postgres = pg
 	}
+	if usesOracle {
+		rep.Machine.MySQL = set.OracleMySQLVersion(ctx)
+	}
 	rep.summarize()
 	if cfg.Floor != nil {
 		if err := rep.measureFloors(ctx, set, &cfg); err != nil {
@@ -259,10 +264,10 @@ func Run(ctx context.Context, set *servers.Set, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// measureFloors measures the write floor of PostgreSQL and MariaDB, each on
-// a fresh database, for the lockstep systems that ran on them.
+// measureFloors measures the write floor of PostgreSQL, MariaDB and Oracle
+// MySQL, each on a fresh database, for the lockstep systems that ran on them.
 func (rep *Report) measureFloors(ctx context.Context, set *servers.Set, cfg *Config) error {
-	for _, system := range []string{LockstepPostgres, LockstepMariaDB} {
+	for _, system := range []string{LockstepPostgres, LockstepMariaDB, LockstepMySQL} {
 		if !slices.Contains(cfg.Systems, system) {
 			continue
 		}
@@ -274,11 +279,16 @@ func (rep *Report) measureFloors(ctx context.Context, set *servers.Set, cfg *Con
 			res *floor.Result
 			err error
 		)
-		if system == LockstepPostgres {
+		switch system {
+		case LockstepPostgres:
 			if dsn, err = set.Postgres(ctx); err == nil {
 				res, err = floor.Postgres(ctx, dsn, o)
 			}
-		} else {
+		case LockstepMySQL:
+			if dsn, err = set.OracleMySQL(ctx); err == nil {
+				res, err = floor.MySQL(ctx, dsn, o)
+			}
+		default:
 			if dsn, err = set.MySQL(ctx); err == nil {
 				res, err = floor.MySQL(ctx, dsn, o)
 			}
@@ -365,6 +375,9 @@ func runOne(ctx context.Context, set *servers.Set, cfg *Config, mode, system str
 	case LockstepMariaDB:
 		dialect = "mysql"
 		dsn, err = set.MySQL(ctx)
+	case LockstepMySQL:
+		dialect = "mysql"
+		dsn, err = set.OracleMySQL(ctx)
 	case LockstepSQLite:
 		dialect = "sqlite"
 	default:
