@@ -28,6 +28,7 @@ type (
 
 // Job statuses.
 const (
+	StatusWaiting   = rowtype.StatusWaiting
 	StatusPending   = rowtype.StatusPending
 	StatusRunning   = rowtype.StatusRunning
 	StatusDone      = rowtype.StatusDone
@@ -49,6 +50,8 @@ const (
 var (
 	// ErrRunCancelled: jobs cannot be enqueued into a cancelled run.
 	ErrRunCancelled = rowtype.ErrRunCancelled
+	// ErrRunClosed: a run created with callbacks takes no more jobs.
+	ErrRunClosed = rowtype.ErrRunClosed
 	// ErrNotFound: no job or run with that id.
 	ErrNotFound = rowtype.ErrNotFound
 	// ErrJobLost is the cause of a running job's context when the job was

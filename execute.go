@@ -17,7 +17,7 @@ import (
 func (c *Client) execute(workCtx context.Context, job *JobRow) {
 	ctx, cancel := context.WithCancelCause(workCtx)
 	defer cancel(nil)
-	out := &jobOutput{limit: c.cfg.MaxArgsBytes}
+	out := &jobOutput{limit: c.cfg.MaxArgsBytes, c: c, jobID: job.ID}
 	ctx = context.WithValue(ctx, outputKey{}, out)
 	c.track(job, cancel)
 	c.emit(Event{Kind: EventJobStarted, Queue: job.Queue, JobKind: job.Kind, Wait: max(job.StartedAt.Sub(job.AvailableAt), 0)})
@@ -72,7 +72,7 @@ func (c *Client) runWorker(ctx context.Context, job *JobRow) (err error, nextRet
 // database errors; it is not bound to the client's stop, so a stopping
 // client still records what its jobs did.
 func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration, bool), took time.Duration, cause error, output []byte) {
-	p := &driver.JobFinishParams{ID: job.ID, Attempt: job.Attempts}
+	p := &driver.JobFinishParams{ID: job.ID, Attempt: job.Attempts, RunID: job.RunID, Dependents: job.Dependents}
 	var snooze *SnoozeError
 	var perm *PermanentError
 	switch {
@@ -94,7 +94,7 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 		}
 	}
 	began := time.Now()
-	if p.Status == rowtype.StatusDone && p.Output == nil && c.completer != nil {
+	if p.Status == rowtype.StatusDone && p.Output == nil && c.completer != nil && job.Dependents == 0 {
 		// DONE goes with the others finishing now, in one transaction,
 		// written after this returns: the job's slot is free at once, as
 		// the work is done, and the batch's commit no longer holds it.

@@ -75,10 +75,18 @@ func withKindDefaults(o, def InsertOpts) (InsertOpts, error) {
 	return o, nil
 }
 
-// InsertManyParams is one job of an InsertMany.
+// InsertManyParams is one job of an InsertMany or an InsertRun.
 type InsertManyParams struct {
 	Args JobArgs
 	Opts *InsertOpts
+	// Key names the job within one InsertRun, for other jobs' DependsOn.
+	Key string
+	// DependsOn names, by Key, the jobs of the same InsertRun this job
+	// waits for: it stays WAITING until each is DONE. Only InsertRun
+	// takes dependencies.
+	DependsOn []string
+	// OnDependencyFailure overrides the run's policy for this job.
+	OnDependencyFailure DependencyPolicy
 }
 
 // InsertResult is the outcome of inserting one job.
@@ -221,6 +229,9 @@ func (c *Client) prepareInsert(params []InsertManyParams) ([]driver.JobInsertPar
 	rows := make([]driver.JobInsertParams, len(params))
 	var runID int64
 	for i, p := range params {
+		if len(p.DependsOn) > 0 || p.Key != "" || p.OnDependencyFailure != DependencyDefault {
+			return nil, 0, invalidJob(fmt.Errorf("job %d: Key, DependsOn and OnDependencyFailure are for the jobs of one InsertRun", i))
+		}
 		row, err := c.encodeJob(p)
 		if err != nil {
 			if len(params) > 1 {
@@ -414,10 +425,24 @@ func (c *Client) insertRowsOnce(ctx context.Context, ex driver.Executor, runID i
 	plain, plainAt := rows, []int(nil) // all plain: no copy
 	if len(uniqueAt) > 0 {
 		plain = nil
+		at := make(map[int]int, len(rows)) // position in rows → in plain
 		for i, r := range rows {
 			if r.UniqueKey == "" {
+				at[i] = len(plain)
 				plain, plainAt = append(plain, r), append(plainAt, i)
 			}
+		}
+		// A workflow's dependencies are never unique jobs (InsertRun
+		// refuses them), so each names a plain job: renumber.
+		for k := range plain {
+			if len(plain[k].DependsOn) == 0 {
+				continue
+			}
+			deps := make([]int, len(plain[k].DependsOn))
+			for n, d := range plain[k].DependsOn {
+				deps[n] = at[d]
+			}
+			plain[k].DependsOn = deps
 		}
 	}
 	lockRun := runID

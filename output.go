@@ -13,6 +13,9 @@ type jobOutput struct {
 	mu    sync.Mutex
 	limit int
 	b     []byte
+	// c and jobID serve DependencyOutputs.
+	c     *Client
+	jobID int64
 }
 
 type outputKey struct{}

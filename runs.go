@@ -25,12 +25,26 @@ type RunCancelResult = rowtype.RunCancelResult
 type RunOpts struct {
 	// Metadata is stored with the run as JSON.
 	Metadata any
+	// OnDependencyFailure is the run's dependency policy, which each job
+	// may override; default CancelOnDependencyFailure.
+	OnDependencyFailure DependencyPolicy
+	// Callbacks are jobs the run enqueues when its jobs succeed, when one
+	// fails, or when all have ended (RunCallback). A run with callbacks
+	// takes no jobs after InsertRun: adding one returns ErrRunClosed.
+	Callbacks []RunCallback
 }
 
 // InsertRun creates a run and its jobs in one transaction and returns the
 // run and each job's result in input order. A unique job that is a
 // duplicate stays where it is (in another run, or in none) and is flagged
 // in its result.
+//
+// Jobs may depend on other jobs of the same call (InsertManyParams.Key and
+// DependsOn): a workflow. A dependency on a key that names no job of the
+// call, or a cycle, is refused with ErrInvalidJob before anything is
+// written. The run's callbacks (RunOpts.Callbacks) are inserted after its
+// jobs, WAITING until their condition holds; their ids are not among the
+// results.
 func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs ...InsertManyParams) (*Run, []InsertResult, error) {
 	if name == "" || len(name) > 255 {
 		return nil, nil, fmt.Errorf("create run: %w: name must be 1 to 255 bytes, got %d", ErrInvalidJob, len(name))
@@ -46,15 +60,33 @@ func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs
 		}
 	}
 	var rows []driver.JobInsertParams
+	var order []int // inserted position → input position; nil: the same
 	if len(jobs) > 0 {
+		plain := make([]InsertManyParams, len(jobs))
+		for i, j := range jobs {
+			plain[i] = InsertManyParams{Args: j.Args, Opts: j.Opts}
+		}
 		var runID int64
 		var err error
-		if rows, runID, err = c.prepareInsert(jobs); err != nil {
+		if rows, runID, err = c.prepareInsert(plain); err != nil {
 			return nil, nil, fmt.Errorf("create run: %w", err)
 		}
 		if runID != 0 {
 			return nil, nil, fmt.Errorf("create run: %w: jobs of a new run must not name a RunID", ErrInvalidJob)
 		}
+	}
+	if opts != nil && len(opts.Callbacks) > 0 && len(jobs) == 0 {
+		return nil, nil, fmt.Errorf("create run: %w: a run with callbacks needs at least one job", ErrInvalidJob)
+	}
+	if len(jobs) > 0 {
+		var err error
+		if rows, order, err = c.workflowOf(jobs, rows, opts); err != nil {
+			return nil, nil, fmt.Errorf("create run: %w", err)
+		}
+	}
+	callbacks := 0
+	if opts != nil {
+		callbacks = len(opts.Callbacks)
 	}
 	var run *Run
 	var res []InsertResult
@@ -64,7 +96,7 @@ func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs
 			return err
 		}
 		defer func() { _ = tx.Rollback() }()
-		if run, err = tx.RunInsert(ctx, &driver.RunInsertParams{Name: name, Metadata: meta}); err != nil {
+		if run, err = tx.RunInsert(ctx, &driver.RunInsertParams{Name: name, Metadata: meta, Callbacks: callbacks}); err != nil {
 			return err
 		}
 		if len(rows) > 0 {
@@ -86,6 +118,16 @@ func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs
 	}
 	c.wakeFor(rows, res)
 	c.emitEnqueued(rows, res)
+	if order != nil {
+		// Back to input order; the callbacks' results are not returned.
+		in := make([]InsertResult, len(jobs))
+		for k, i := range order {
+			if i >= 0 {
+				in[i] = res[k]
+			}
+		}
+		res = in
+	}
 	return run, res, nil
 }
 

@@ -30,7 +30,33 @@ type JobInsertParams struct {
 	// statuses in which the key is held (UniqueStateBit of each).
 	UniqueKey    string
 	UniqueStates int
+	// DependsOn are the positions, in the same insert, of the jobs this one
+	// depends on; each must come before it (the client orders a workflow
+	// so), which makes a dependent's id larger than its dependencies'.
+	DependsOn []int
+	// DepPolicy is what a failed or cancelled dependency does to the job.
+	DepPolicy DepPolicy
+	// Callback is the condition a run's callback job fires on; empty for
+	// other jobs.
+	Callback string
 }
+
+// DepPolicy is what a job does when a dependency of it ends FAILED or
+// CANCELLED.
+type DepPolicy int
+
+// The dependency policies; the values are stored.
+const (
+	// DepCancel cancels the job, and so its own dependents in turn.
+	DepCancel DepPolicy = 0
+	// DepRun counts the dependency as satisfied: the job runs once every
+	// dependency has ended, whatever its status.
+	DepRun DepPolicy = 1
+	// DepFire makes the job PENDING at a dependency's failure (FAILED), and
+	// cancels it once every dependency has ended without one: a run's
+	// failure callback.
+	DepFire DepPolicy = 2
+)
 
 // UniqueStateBit is a status's bit in a job's unique_states: the unique
 // index holds a job's key while status's bit is set in it.
@@ -66,6 +92,9 @@ type UniqueInsertResult struct {
 type RunInsertParams struct {
 	Name     string
 	Metadata []byte // JSON or nil
+	// Callbacks is the number of callback jobs the run is created with; a
+	// run with callbacks takes no jobs after its creation.
+	Callbacks int
 }
 
 // JobClaimParams claims up to Max jobs of one queue.
@@ -90,6 +119,10 @@ type JobFinishParams struct {
 	Error string
 	// Output is the worker's recorded output (JSON), written with DONE.
 	Output []byte
+	// RunID and Dependents are the claimed row's: a job with dependents
+	// writes its final status together with theirs, after its run row.
+	RunID      int64
+	Dependents int
 }
 
 // JobRef names one attempt of one job.
@@ -148,8 +181,13 @@ type Executor interface {
 	// (ascending). It never deletes a PENDING or RUNNING job, nor one that
 	// changed since it was selected.
 	JobPrune(ctx context.Context, p *JobPruneParams) ([]int64, error)
-	// JobCancel cancels one PENDING or RUNNING job; false if it was neither.
+	// JobCancel cancels one WAITING, PENDING or RUNNING job; false if it
+	// was none of them. The job's dependents learn it in the same
+	// transaction.
 	JobCancel(ctx context.Context, id int64) (bool, error)
+	// JobDependencyOutputs reads the jobs a job depends on, with their
+	// status and recorded output, at most limit of them, by id.
+	JobDependencyOutputs(ctx context.Context, id int64, limit int) ([]rowtype.DependencyOutput, error)
 	// JobRetry puts a FAILED job back to PENDING, available now, with one
 	// more attempt if it had none left; false if it was not FAILED. A job
 	// of a cancelled run is refused with rowtype.ErrRunCancelled.
@@ -170,8 +208,8 @@ type Executor interface {
 	QueuePause(ctx context.Context, queue string, paused bool) error
 	// QueueSetMaxWorkers sets a queue's per-process worker cap; 0 clears it.
 	QueueSetMaxWorkers(ctx context.Context, queue string, n int) error
-	// RunCancel marks the run CANCELLED, then cancels its PENDING and RUNNING
-	// jobs by primary key in ascending id order.
+	// RunCancel marks the run CANCELLED, then cancels its WAITING, PENDING
+	// and RUNNING jobs by primary key in ascending id order.
 	RunCancel(ctx context.Context, id int64) (*rowtype.RunCancelResult, error)
 }
 

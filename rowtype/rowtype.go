@@ -16,8 +16,10 @@ type JobStatus string
 
 // The job statuses. A job is claimed from PENDING into RUNNING and finishes
 // in DONE, FAILED or CANCELLED; a failed attempt with attempts left goes back
-// to PENDING.
+// to PENDING. A job of a workflow waits in WAITING until its dependencies
+// are done: the claim index's range is PENDING, so it is never scanned.
 const (
+	StatusWaiting   JobStatus = "WAITING"
 	StatusPending   JobStatus = "PENDING"
 	StatusRunning   JobStatus = "RUNNING"
 	StatusDone      JobStatus = "DONE"
@@ -61,6 +63,40 @@ type JobRow struct {
 	Metadata json.RawMessage
 	// Output is what the worker recorded on success (JSON), nil if nothing.
 	Output json.RawMessage
+	// WaitingOn is the number of dependencies a WAITING job still waits
+	// for; 0 for every other job.
+	WaitingOn int
+	// Dependents is the number of jobs (callbacks included) that depend on
+	// this one: its final status is written together with theirs.
+	Dependents int
+	// Callback is the condition a run's callback job fires on (success,
+	// failure or complete), empty for every other job.
+	Callback string
+}
+
+// Final reports whether a status is one a job ends in.
+func (s JobStatus) Final() bool {
+	return s == StatusDone || s == StatusFailed || s == StatusCancelled
+}
+
+// DependencyOutput is one dependency of a job as its dependent reads it.
+type DependencyOutput struct {
+	ID     int64
+	Kind   string
+	Status JobStatus
+	// Output is what the dependency's worker recorded (JSON), nil if
+	// nothing.
+	Output json.RawMessage
+}
+
+// CallbackArgs are the args a run's callback job runs with: the condition
+// it fired on, the run's job counts when it fired (callbacks not counted),
+// and the data it was created with.
+type CallbackArgs struct {
+	RunID  int64             `json:"run_id"`
+	On     string            `json:"on"`
+	Counts map[JobStatus]int `json:"counts"`
+	Data   json.RawMessage   `json:"data,omitempty"`
 }
 
 // AttemptError is one entry of a job's error history.
@@ -205,6 +241,10 @@ type QueueStats struct {
 
 // ErrRunCancelled is returned when jobs are enqueued into a cancelled run.
 var ErrRunCancelled = errors.New("run is cancelled")
+
+// ErrRunClosed is returned when jobs are added to a run created with
+// callbacks: its callbacks count the jobs it was created with.
+var ErrRunClosed = errors.New("run has callbacks and takes no jobs after its creation")
 
 // ErrNotFound is returned for a job or run id that does not exist.
 var ErrNotFound = errors.New("not found")

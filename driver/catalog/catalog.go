@@ -29,6 +29,11 @@ const (
 	// JobsUnique holds a unique job's key while the job's status is one of
 	// its unique statuses.
 	JobsUnique Index = "jobs.unique"
+	// DepsPrimary is a workflow edge's (job_id, depends_on): the
+	// dependencies of a job.
+	DepsPrimary Index = "deps.primary"
+	// DepsUp is (depends_on, job_id): the dependents of a job.
+	DepsUp Index = "deps.up"
 	// None is the access path of statements that read no table rows to find
 	// their targets (an INSERT, a bookkeeping query).
 	None Index = ""

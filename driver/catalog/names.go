@@ -70,6 +70,22 @@ const (
 	JobPageFloorByRun Name = "job.page_floor_by_run"
 	JobPageByRun      Name = "job.page_by_run"
 
+	// Workflows: a job's dependencies and the run's callbacks. The edges are
+	// inserted with the jobs and read without locks; the jobs they name are
+	// locked by primary key in ascending id order, after the run row.
+	DepInsert        Name = "dep.insert"
+	DepDependents    Name = "dep.dependents"
+	DepDependencies  Name = "dep.dependencies"
+	DepDeleteMany    Name = "dep.delete_many"
+	JobSetFlow       Name = "job.set_flow"
+	JobLockFlow      Name = "job.lock_flow"
+	JobSetWaiting    Name = "job.set_waiting"
+	JobPromote       Name = "job.promote"
+	JobCancelWaiting Name = "job.cancel_waiting"
+	JobRevive        Name = "job.revive"
+	JobOutputsMany   Name = "job.outputs_many"
+	RunLock          Name = "run.lock"
+
 	// Queues: the counts of the stats, and the settings rows.
 	QueueList          Name = "queue.list"
 	QueueCount         Name = "queue.count"
@@ -99,6 +115,8 @@ var required = []Name{
 	JobCancel, JobCancelMany, JobIDsLiveByRun, RunCancel,
 	RunInsert, RunGet, RunCounts, RunCountsBounded, RunList,
 	JobGet, JobList, JobListByRun, JobRetry, JobPageFloor, JobPage, JobPageFloorByRun, JobPageByRun,
+	DepInsert, DepDependents, DepDependencies, DepDeleteMany,
+	JobSetFlow, JobLockFlow, JobSetWaiting, JobPromote, JobCancelWaiting, JobRevive, JobOutputsMany, RunLock,
 	QueueList, QueueCount, QueueFinished, QueueOldest, QueueSettingsList, QueuePause, QueueResume, QueueSetMaxWorkers,
 	MigrationCreateTable, MigrationList, MigrationInsert, MigrationDelete, ServerVersion,
 }

@@ -33,7 +33,7 @@ var catalogues = map[string]func() *catalog.Catalog{
 // and wake-up channel. A name or a value from a user can be none of them.
 var allowedLiterals = map[string]bool{
 	`''`: true, `'[]'`: true,
-	`'PENDING'`: true, `'RUNNING'`: true, `'DONE'`: true, `'FAILED'`: true, `'CANCELLED'`: true, `'ACTIVE'`: true,
+	`'WAITING'`: true, `'PENDING'`: true, `'RUNNING'`: true, `'DONE'`: true, `'FAILED'`: true, `'CANCELLED'`: true, `'ACTIVE'`: true,
 	`'1 microsecond'`: true, `'` + postgres.WakeChannel + `'`: true,
 	`'%Y-%m-%d %H:%M:%f'`: true, `'%+.6f seconds'`: true, `'now'`: true, `'$[#]'`: true, `'$[0]'`: true,
 }

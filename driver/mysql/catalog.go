@@ -13,6 +13,11 @@ const now = "UTC_TIMESTAMP(6)"
 // were locked by primary key and checked.
 const pkOnlyDelete = "DELETE FROM lockstep_jobs WHERE id IN ({ids})"
 
+// depsDelete is retention's delete of the edges into pruned jobs: by the
+// primary key's leading column alone, which the other index of the edges,
+// (depends_on, job_id), cannot serve.
+const depsDelete = "DELETE FROM lockstep_job_deps WHERE job_id IN ({ids})"
+
 // newCatalog declares every statement the queue issues on MySQL/MariaDB.
 // returning is false on MySQL 8, which has no INSERT ... RETURNING.
 func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
@@ -24,6 +29,8 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
 		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
 		catalog.JobsUnique:      "lockstep_jobs_unique",
+		catalog.DepsPrimary:     "PRIMARY",
+		catalog.DepsUp:          "lockstep_job_deps_up",
 	}
 	// statusIndexes are the indexes whose entries change with a job's status.
 	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
@@ -33,6 +40,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 	}
 	const jobs = "lockstep_jobs"
 	const queues = "lockstep_queues"
+	const deps = "lockstep_job_deps"
 	const byPK = "UPDATE lockstep_jobs FORCE INDEX (PRIMARY) SET "
 	history := "error_history = JSON_MERGE_PRESERVE(error_history, ?)"
 	// pageFilter is the optional status, queue and kind of a job page; an
@@ -68,7 +76,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.RunLockShared, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
-			SQL: "SELECT status FROM lockstep_runs FORCE INDEX (PRIMARY) WHERE id = ? LOCK IN SHARE MODE",
+			SQL: "SELECT status, callbacks FROM lockstep_runs FORCE INDEX (PRIMARY) WHERE id = ? LOCK IN SHARE MODE",
 		},
 		catalog.Statement{
 			Name: catalog.JobClaimSelect, Table: jobs, Finds: catalog.JobsClaim, Locks: true, Claim: true,
@@ -118,7 +126,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
-			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat)" +
+			SQL: "SELECT id, attempts, max_attempts, run_id, dependents FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat)" +
 				" WHERE status = 'RUNNING' AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
@@ -129,15 +137,15 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
+			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('WAITING', 'PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
+			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('WAITING', 'PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
-			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND status IN ('PENDING', 'RUNNING') ORDER BY id",
+			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND status IN ('WAITING', 'PENDING', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
 			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
@@ -153,7 +161,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: returning,
-			SQL: "INSERT INTO lockstep_runs (name, status, metadata, created_at) VALUES (?, 'ACTIVE', ?, " + now + ")" + ret,
+			SQL: "INSERT INTO lockstep_runs (name, status, metadata, callbacks, created_at) VALUES (?, 'ACTIVE', ?, ?, " + now + ")" + ret,
 		},
 		catalog.Statement{
 			Name: catalog.RunGet, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
@@ -171,6 +179,68 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 			Name: catalog.JobRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = 'PENDING', available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL," +
 				" max_attempts = GREATEST(max_attempts, attempts + 1) WHERE id = ? AND status = 'FAILED'",
+		},
+		// Workflows. The edges are written with their jobs and read without
+		// locks; the jobs they name are then locked by primary key in
+		// ascending id order (job.lock_flow), after the run row — and a
+		// dependent's id is always above its dependencies' — and written one
+		// by one by primary key, each re-checking the status it expects.
+		catalog.Statement{
+			Name: catalog.DepInsert, Table: deps, Rows: true,
+			SQL:    "INSERT INTO lockstep_job_deps (job_id, depends_on) VALUES {rows}",
+			RowSQL: "(?, ?)",
+		},
+		catalog.Statement{
+			Name: catalog.DepDependents, Table: deps, Finds: catalog.DepsUp, IDList: true,
+			SQL: "SELECT job_id, depends_on FROM lockstep_job_deps FORCE INDEX (lockstep_job_deps_up) WHERE depends_on IN ({ids})",
+		},
+		catalog.Statement{
+			Name: catalog.DepDependencies, Table: deps, Finds: catalog.DepsPrimary, IDList: true,
+			SQL: "SELECT job_id, depends_on FROM lockstep_job_deps FORCE INDEX (PRIMARY) WHERE job_id IN ({ids})",
+		},
+		catalog.Statement{
+			// Retention's: the edges into pruned jobs, by the primary key's
+			// prefix, after the jobs themselves.
+			Name: catalog.DepDeleteMany, Table: deps, Finds: catalog.DepsPrimary, Changes: []catalog.Index{catalog.DepsUp}, Locks: true, IDList: true,
+			SQL: depsDelete,
+		},
+		catalog.Statement{
+			// A workflow's jobs, just inserted by the same transaction: which
+			// wait, how many dependencies and dependents each has.
+			Name: catalog.JobSetFlow, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: byPK + "status = ?, waiting_on = ?, dependents = ?, dep_policy = ?, callback = ? WHERE id IN ({ids}) AND status = 'PENDING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobLockFlow, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			SQL: "SELECT id, status, waiting_on, dep_policy, blocked_by, callback FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id IN ({ids}) ORDER BY id FOR UPDATE",
+		},
+		catalog.Statement{
+			Name: catalog.JobSetWaiting, Table: jobs, Finds: catalog.JobsPrimary, Locks: true,
+			SQL: byPK + "waiting_on = ? WHERE id = ? AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			// A callback's args carry the run's counts; other jobs keep theirs.
+			Name: catalog.JobPromote, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = 'PENDING', waiting_on = 0, available_at = " + now + ", heartbeat_at = " + now + ", args = COALESCE(?, args) WHERE id = ? AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobCancelWaiting, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + ", last_error = ?, blocked_by = ? WHERE id = ? AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobRevive, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: byPK + "status = ?, waiting_on = ?, available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL, last_error = NULL, blocked_by = NULL WHERE id = ? AND status = 'CANCELLED'",
+		},
+		catalog.Statement{
+			Name: catalog.JobOutputsMany, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT id, kind, status, output FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id IN ({ids}) ORDER BY id",
+		},
+		catalog.Statement{
+			// The run row in exclusive mode: a retry that brings back the
+			// jobs its failure cancelled recounts their dependencies with
+			// no finish of the run in flight (each holds the row shared).
+			Name: catalog.RunLock, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			SQL: "SELECT status, callbacks FROM lockstep_runs FORCE INDEX (PRIMARY) WHERE id = ? FOR UPDATE",
 		},
 		catalog.Statement{
 			Name: catalog.JobPageFloor, Table: jobs, Finds: catalog.JobsPrimary,

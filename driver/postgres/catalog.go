@@ -20,10 +20,13 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
 		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
 		catalog.JobsUnique:      "lockstep_jobs_unique",
+		catalog.DepsPrimary:     "lockstep_job_deps_pkey",
+		catalog.DepsUp:          "lockstep_job_deps_up",
 	}
 	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
 	const jobs = "lockstep_jobs"
 	const queues = "lockstep_queues"
+	const deps = "lockstep_job_deps"
 	const micro = "::bigint * interval '1 microsecond'"
 	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
 	spec := catalog.Spec{
@@ -70,7 +73,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.RunLockShared, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
-			SQL: "SELECT status FROM lockstep_runs WHERE id = $1 FOR SHARE",
+			SQL: "SELECT status, callbacks FROM lockstep_runs WHERE id = $1 FOR SHARE",
 		},
 		catalog.Statement{
 			Name: catalog.JobClaim, Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
@@ -122,7 +125,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
-			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < now() - $1" + micro +
+			SQL: "SELECT id, attempts, max_attempts, run_id, dependents FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < now() - $1" + micro +
 				" ORDER BY heartbeat_at, id LIMIT $2",
 		},
 		catalog.Statement{
@@ -133,15 +136,15 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status IN ('PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status IN ('WAITING', 'PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = ANY($1) AND status IN ('PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = ANY($1) AND status IN ('WAITING', 'PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
-			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = $1 AND status IN ('PENDING', 'RUNNING') ORDER BY id",
+			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = $1 AND status IN ('WAITING', 'PENDING', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
 			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
@@ -157,7 +160,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: true,
-			SQL: "INSERT INTO lockstep_runs (name, status, metadata) VALUES ($1, 'ACTIVE', $2::text::jsonb) RETURNING id",
+			SQL: "INSERT INTO lockstep_runs (name, status, metadata, callbacks) VALUES ($1, 'ACTIVE', $2::text::jsonb, $3) RETURNING id",
 		},
 		catalog.Statement{
 			Name: catalog.RunGet, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
@@ -175,6 +178,57 @@ func newCatalog() (*catalog.Catalog, error) {
 			Name: catalog.JobRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = now(), heartbeat_at = now(), finished_at = NULL," +
 				" max_attempts = GREATEST(max_attempts, attempts + 1) WHERE id = $1 AND status = 'FAILED'",
+		},
+		// Workflows: see the MySQL catalogue. job.lock_flow locks ORDER BY
+		// id, so the one-row writes after it wait for nothing.
+		catalog.Statement{
+			// The edges as two arrays: job_id[i] depends on depends_on[i].
+			Name: catalog.DepInsert, Table: deps,
+			SQL: "INSERT INTO lockstep_job_deps (job_id, depends_on) SELECT * FROM unnest($1::bigint[], $2::bigint[])",
+		},
+		catalog.Statement{
+			Name: catalog.DepDependents, Table: deps, Finds: catalog.DepsUp, IDList: true,
+			SQL: "SELECT job_id, depends_on FROM lockstep_job_deps WHERE depends_on = ANY($1)",
+		},
+		catalog.Statement{
+			Name: catalog.DepDependencies, Table: deps, Finds: catalog.DepsPrimary, IDList: true,
+			SQL: "SELECT job_id, depends_on FROM lockstep_job_deps WHERE job_id = ANY($1)",
+		},
+		catalog.Statement{
+			Name: catalog.DepDeleteMany, Table: deps, Finds: catalog.DepsPrimary, Changes: []catalog.Index{catalog.DepsUp}, Locks: true, IDList: true,
+			SQL: "DELETE FROM lockstep_job_deps WHERE job_id = ANY($1)",
+		},
+		catalog.Statement{
+			Name: catalog.JobSetFlow, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET status = $1, waiting_on = $2, dependents = $3, dep_policy = $4, callback = $5 WHERE id = ANY($6) AND status = 'PENDING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobLockFlow, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			SQL: "SELECT id, status, waiting_on, dep_policy, blocked_by, callback FROM lockstep_jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+		},
+		catalog.Statement{
+			Name: catalog.JobSetWaiting, Table: jobs, Finds: catalog.JobsPrimary, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET waiting_on = $1 WHERE id = $2 AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobPromote, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', waiting_on = 0, available_at = now(), heartbeat_at = now(), args = COALESCE($1::text::jsonb, args) WHERE id = $2 AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobCancelWaiting, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now(), last_error = $1, blocked_by = $2 WHERE id = $3 AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobRevive, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = $1, waiting_on = $2, available_at = now(), heartbeat_at = now(), finished_at = NULL, last_error = NULL, blocked_by = NULL WHERE id = $3 AND status = 'CANCELLED'",
+		},
+		catalog.Statement{
+			Name: catalog.JobOutputsMany, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT id, kind, status, output FROM lockstep_jobs WHERE id = ANY($1) ORDER BY id",
+		},
+		catalog.Statement{
+			Name: catalog.RunLock, Table: "lockstep_runs", Finds: catalog.RunsPrimary, Locks: true,
+			SQL: "SELECT status, callbacks FROM lockstep_runs WHERE id = $1 FOR UPDATE",
 		},
 		catalog.Statement{
 			Name: catalog.JobPageFloor, Table: jobs, Finds: catalog.JobsPrimary,

@@ -22,10 +22,13 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
 		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
 		catalog.JobsUnique:      "lockstep_jobs_unique",
+		catalog.DepsPrimary:     "PRIMARY",
+		catalog.DepsUp:          "lockstep_job_deps_up",
 	}
 	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
 	const jobs = "lockstep_jobs"
 	const queues = "lockstep_queues"
+	const deps = "lockstep_job_deps"
 	// History entries arrive as a one-element JSON array (the shape MySQL
 	// and PostgreSQL concatenate); json() keeps the element JSON, not text.
 	// pageFilter is the optional status, queue and kind of a job page; an
@@ -55,7 +58,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.RunLockShared, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
-			SQL: "SELECT status FROM lockstep_runs WHERE id = ?",
+			SQL: "SELECT status, callbacks FROM lockstep_runs WHERE id = ?",
 		},
 		catalog.Statement{
 			Name: catalog.JobClaim, Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
@@ -94,7 +97,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
-			SQL: "SELECT id, attempts, max_attempts FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < " +
+			SQL: "SELECT id, attempts, max_attempts, run_id, dependents FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < " +
 				"strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
@@ -105,15 +108,15 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('WAITING', 'PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('WAITING', 'PENDING', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
-			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = ? AND status IN ('PENDING', 'RUNNING') ORDER BY id",
+			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = ? AND status IN ('WAITING', 'PENDING', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
 			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
@@ -129,7 +132,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.RunInsert, Table: "lockstep_runs", Returning: true,
-			SQL: "INSERT INTO lockstep_runs (name, status, metadata) VALUES (?, 'ACTIVE', ?) RETURNING id",
+			SQL: "INSERT INTO lockstep_runs (name, status, metadata, callbacks) VALUES (?, 'ACTIVE', ?, ?) RETURNING id",
 		},
 		catalog.Statement{
 			Name: catalog.RunGet, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
@@ -147,6 +150,57 @@ func newCatalog() (*catalog.Catalog, error) {
 			Name: catalog.JobRetry, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL," +
 				" max_attempts = MAX(max_attempts, attempts + 1) WHERE id = ? AND status = 'FAILED'",
+		},
+		// Workflows: see the MySQL catalogue. SQLite has one writer at a
+		// time, so the order is kept for the same statements' sake only.
+		catalog.Statement{
+			Name: catalog.DepInsert, Table: deps, Rows: true,
+			SQL:    "INSERT INTO lockstep_job_deps (job_id, depends_on) VALUES {rows}",
+			RowSQL: "(?, ?)",
+		},
+		catalog.Statement{
+			Name: catalog.DepDependents, Table: deps, Finds: catalog.DepsUp, IDList: true,
+			SQL: "SELECT job_id, depends_on FROM lockstep_job_deps INDEXED BY lockstep_job_deps_up WHERE depends_on IN ({ids})",
+		},
+		catalog.Statement{
+			Name: catalog.DepDependencies, Table: deps, Finds: catalog.DepsPrimary, IDList: true,
+			SQL: "SELECT job_id, depends_on FROM lockstep_job_deps WHERE job_id IN ({ids})",
+		},
+		catalog.Statement{
+			Name: catalog.DepDeleteMany, Table: deps, Finds: catalog.DepsPrimary, Changes: []catalog.Index{catalog.DepsUp}, Locks: true, IDList: true,
+			SQL: "DELETE FROM lockstep_job_deps WHERE job_id IN ({ids})",
+		},
+		catalog.Statement{
+			Name: catalog.JobSetFlow, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET status = ?, waiting_on = ?, dependents = ?, dep_policy = ?, callback = ? WHERE id IN ({ids}) AND status = 'PENDING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobLockFlow, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
+			SQL: "SELECT id, status, waiting_on, dep_policy, blocked_by, callback FROM lockstep_jobs WHERE id IN ({ids}) ORDER BY id",
+		},
+		catalog.Statement{
+			Name: catalog.JobSetWaiting, Table: jobs, Finds: catalog.JobsPrimary, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET waiting_on = ? WHERE id = ? AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobPromote, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', waiting_on = 0, available_at = " + now + ", heartbeat_at = " + now + ", args = COALESCE(?, args) WHERE id = ? AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobCancelWaiting, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + ", last_error = ?, blocked_by = ? WHERE id = ? AND status = 'WAITING'",
+		},
+		catalog.Statement{
+			Name: catalog.JobRevive, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
+			SQL: "UPDATE lockstep_jobs SET status = ?, waiting_on = ?, available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL, last_error = NULL, blocked_by = NULL WHERE id = ? AND status = 'CANCELLED'",
+		},
+		catalog.Statement{
+			Name: catalog.JobOutputsMany, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT id, kind, status, output FROM lockstep_jobs WHERE id IN ({ids}) ORDER BY id",
+		},
+		catalog.Statement{
+			Name: catalog.RunLock, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
+			SQL: "SELECT status, callbacks FROM lockstep_runs WHERE id = ?",
 		},
 		catalog.Statement{
 			Name: catalog.JobPageFloor, Table: jobs, Finds: catalog.JobsPrimary,

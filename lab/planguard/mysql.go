@@ -81,7 +81,7 @@ func numbers(max int) string {
 }
 
 func (mysqlDialect) load(ctx context.Context, db *sql.DB, d Distribution) error {
-	stmts := []string{"TRUNCATE TABLE lockstep_jobs", "TRUNCATE TABLE lockstep_runs"}
+	stmts := []string{"TRUNCATE TABLE lockstep_jobs", "TRUNCATE TABLE lockstep_runs", "TRUNCATE TABLE lockstep_job_deps"}
 	if runs := d.Runs(); runs > 0 {
 		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_runs (id, name, status, created_at) SELECT n, CONCAT('planguard-', n), 'ACTIVE', UTC_TIMESTAMP(6) FROM %s WHERE n <= %d", numbers(runs), runs))
 	}
@@ -98,11 +98,18 @@ func (mysqlDialect) load(ctx context.Context, db *sql.DB, d Distribution) error 
 		// Every job is unique by its own key, held while PENDING or
 		// RUNNING, so the unique index is as full as the live jobs.
 		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at, unique_key, unique_states)
-SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, IF(st = 'PENDING', 0, 1), 25,
-  IF(st = 'PENDING', NULL, %[3]s), IF(st = 'PENDING', NULL, %[3]s), IF(st IN ('PENDING', 'RUNNING'), NULL, %[3]s), '[]', %[3]s, LOWER(LPAD(HEX(n), 64, '0')), 3
+SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, IF(st IN ('PENDING', 'WAITING'), 0, 1), 25,
+  IF(st IN ('PENDING', 'WAITING'), NULL, %[3]s), IF(st IN ('PENDING', 'WAITING'), NULL, %[3]s), IF(st IN ('PENDING', 'RUNNING', 'WAITING'), NULL, %[3]s), '[]', %[3]s, LOWER(LPAD(HEX(n), 64, '0')), 3
 FROM (SELECT n, %[4]s AS st FROM %[5]s WHERE n <= %[6]d) s`, run, queue, past, d.Status, numbers(d.Jobs), d.Jobs))
 	}
-	stmts = append(stmts, "ANALYZE TABLE lockstep_jobs, lockstep_runs")
+	for _, e := range d.Edges {
+		where := "TRUE"
+		if e.Where != "" {
+			where = e.Where
+		}
+		stmts = append(stmts, fmt.Sprintf("INSERT IGNORE INTO lockstep_job_deps (job_id, depends_on) SELECT %s, %s FROM %s WHERE n <= %d AND %s", e.Job, e.On, numbers(e.Count), e.Count, where))
+	}
+	stmts = append(stmts, "ANALYZE TABLE lockstep_jobs, lockstep_runs, lockstep_job_deps")
 	for _, s := range stmts {
 		if err := drain(ctx, db, s); err != nil {
 			return err

@@ -109,7 +109,7 @@ func walkPostgres(n pgNode, plan *Plan) {
 }
 
 func (postgresDialect) load(ctx context.Context, db *sql.DB, d Distribution) error {
-	stmts := []string{"TRUNCATE lockstep_jobs, lockstep_runs"}
+	stmts := []string{"TRUNCATE lockstep_jobs, lockstep_runs, lockstep_job_deps"}
 	if runs := d.Runs(); runs > 0 {
 		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_runs (id, name, status, created_at) SELECT n, 'planguard-' || n, 'ACTIVE', now() FROM generate_series(1, %d) AS s(n)", runs))
 	}
@@ -126,16 +126,23 @@ func (postgresDialect) load(ctx context.Context, db *sql.DB, d Distribution) err
 		// Every job is unique by its own key, held while PENDING or
 		// RUNNING, so the unique index is as full as the live jobs.
 		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at, unique_key, unique_states)
-SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, CASE WHEN st = 'PENDING' THEN 0 ELSE 1 END, 25,
-  CASE WHEN st <> 'PENDING' THEN %[3]s END, CASE WHEN st <> 'PENDING' THEN %[3]s END, CASE WHEN st NOT IN ('PENDING', 'RUNNING') THEN %[3]s END, '[]', %[3]s, lpad(to_hex(n), 64, '0'), 3
+SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, CASE WHEN st IN ('PENDING', 'WAITING') THEN 0 ELSE 1 END, 25,
+  CASE WHEN st NOT IN ('PENDING', 'WAITING') THEN %[3]s END, CASE WHEN st NOT IN ('PENDING', 'WAITING') THEN %[3]s END, CASE WHEN st NOT IN ('PENDING', 'RUNNING', 'WAITING') THEN %[3]s END, '[]', %[3]s, lpad(to_hex(n), 64, '0'), 3
 FROM (SELECT n, %[4]s AS st FROM generate_series(1, %[5]d) AS g(n)) s`, run, queue, past, d.Status, d.Jobs))
+	}
+	for _, e := range d.Edges {
+		where := "TRUE"
+		if e.Where != "" {
+			where = e.Where
+		}
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_job_deps (job_id, depends_on) SELECT %s, %s FROM generate_series(1, %d) AS g(n) WHERE %s ON CONFLICT DO NOTHING", e.Job, e.On, e.Count, where))
 	}
 	// Explicit ids do not advance the identity sequences; later inserts
 	// (an interleaving test's enqueue) must not collide with them.
 	stmts = append(stmts,
 		"SELECT setval(pg_get_serial_sequence('lockstep_jobs', 'id'), COALESCE((SELECT max(id) FROM lockstep_jobs), 0) + 1, false)",
 		"SELECT setval(pg_get_serial_sequence('lockstep_runs', 'id'), COALESCE((SELECT max(id) FROM lockstep_runs), 0) + 1, false)",
-		"ANALYZE lockstep_jobs, lockstep_runs")
+		"ANALYZE lockstep_jobs, lockstep_runs, lockstep_job_deps")
 	for _, s := range stmts {
 		if err := drain(ctx, db, s); err != nil {
 			return err

@@ -35,6 +35,9 @@ type probe struct {
 	staleID    int64 // a job in a final status
 	failedID   int64 // the first FAILED job
 	uniqueKey  string
+	waiting    []int64 // WAITING jobs (workflow dependents)
+	depOn      []int64 // jobs others depend on
+	cancelled  int64   // the first CANCELLED job, or a finished one
 }
 
 // discover reads the probe values with plain, non-locking reads.
@@ -95,6 +98,21 @@ func discover(ctx context.Context, db *sql.DB, d dialect) (*probe, error) {
 		return nil, fmt.Errorf("discover unique key: %w", err)
 	}
 	p.uniqueKey = key.String
+	if p.waiting, err = queryInts(ctx, db, "SELECT id FROM lockstep_jobs WHERE status = 'WAITING' ORDER BY id LIMIT 10"); err != nil {
+		return nil, fmt.Errorf("discover waiting: %w", err)
+	}
+	if p.depOn, err = queryInts(ctx, db, "SELECT depends_on FROM lockstep_job_deps ORDER BY depends_on, job_id LIMIT 10"); err != nil {
+		return nil, fmt.Errorf("discover dependencies: %w", err)
+	}
+	p.depOn = slices.Compact(p.depOn)
+	if err := one("SELECT id FROM lockstep_jobs WHERE status = 'CANCELLED' ORDER BY id LIMIT 1", &p.cancelled); err != nil {
+		return nil, fmt.Errorf("discover cancelled: %w", err)
+	}
+	if p.cancelled == 0 {
+		// No distribution holds a CANCELLED job; a revive's plan is the
+		// same on any finished one.
+		p.cancelled = p.staleID
+	}
 	return p, nil
 }
 
@@ -282,6 +300,33 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 			return plain(p.queue, "DONE", micros, countLimit)
 		}
 		return plain(p.queue, countLimit)
+	// Workflows.
+	case catalog.DepDependents, catalog.JobOutputsMany:
+		ids, skip := list(p.depOn, "depended-on")
+		return withIDs(ids, skip)
+	case catalog.DepDependencies, catalog.DepDeleteMany:
+		ids, skip := list(p.waiting, "WAITING")
+		return withIDs(ids, skip)
+	case catalog.JobSetFlow:
+		ids, skip := list(p.claimIDs, "PENDING")
+		return withIDs(ids, skip, "WAITING", 1, 0, 0, nil)
+	case catalog.JobLockFlow:
+		ids, skip := list(p.waiting, "WAITING")
+		return withIDs(ids, skip)
+	case catalog.JobSetWaiting:
+		id, skip := target(first(p.waiting), "WAITING")
+		return withRow(id, skip, 1, id)
+	case catalog.JobPromote:
+		id, skip := target(first(p.waiting), "WAITING")
+		return withRow(id, skip, nil, id)
+	case catalog.JobCancelWaiting:
+		id, skip := target(first(p.waiting), "WAITING")
+		return withRow(id, skip, "planguard", nil, id)
+	case catalog.JobRevive:
+		id, skip := target(p.cancelled, "CANCELLED")
+		return withRow(id, skip, "WAITING", 1, id)
+	case catalog.RunLock:
+		return needRun(p.runID)
 	case catalog.JobNotify, catalog.JobListen:
 		// pg_notify and LISTEN read no table; the guard skips statements
 		// that declare no access path before binding them.

@@ -9,13 +9,40 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
-// JobCancel cancels one job by primary key.
+// JobCancel cancels one job by primary key. A job others depend on is
+// cancelled with the run row shared first and its dependents after it, in
+// one transaction, as a finish writes them.
 func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
-	res, err := e.exec(ctx, e.q, catalog.JobCancel, e.cat().Get(catalog.JobCancel).SQL, id)
+	var ok bool
+	err := e.inTx(ctx, func(q Querier) error {
+		// run_id and dependents never change after the insert: a read
+		// without locks is enough to choose the path.
+		job, err := e.getJob(ctx, q, id)
+		if errors.Is(err, rowtype.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		flow := job.Dependents > 0 && job.RunID != 0
+		if flow {
+			if _, _, err := e.lockRun(ctx, q, job.RunID, false); err != nil {
+				return err
+			}
+		}
+		res, err := e.exec(ctx, q, catalog.JobCancel, e.cat().Get(catalog.JobCancel).SQL, id)
+		if err != nil {
+			return err
+		}
+		if ok = res.RowsAffected == 1; ok && flow {
+			return e.propagate(ctx, q, job.RunID, map[int64]rowtype.JobStatus{id: rowtype.StatusCancelled})
+		}
+		return nil
+	})
 	if err != nil {
 		return false, e.wrap(fmt.Sprintf("cancel job %d", id), err)
 	}
-	return res.RowsAffected == 1, nil
+	return ok, nil
 }
 
 // RunCancel is the cancel of the measured write-up of the claim/cancel

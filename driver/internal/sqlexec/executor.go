@@ -67,7 +67,7 @@ func (e *Executor) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, rowtype.ErrNotFound) || errors.Is(err, rowtype.ErrRunCancelled) || rowtype.KindOf(err) != rowtype.ErrorOther {
+	if errors.Is(err, rowtype.ErrNotFound) || errors.Is(err, rowtype.ErrRunCancelled) || errors.Is(err, rowtype.ErrRunClosed) || rowtype.KindOf(err) != rowtype.ErrorOther {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if kind, code := e.d.Classify(err); kind != rowtype.ErrorOther {

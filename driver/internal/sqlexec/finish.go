@@ -27,6 +27,28 @@ func (e *Executor) JobFinish(ctx context.Context, p *driver.JobFinishParams) (bo
 	default:
 		return false, fmt.Errorf("finish job %d: status %q is not a result", p.ID, p.Status)
 	}
+	if p.Dependents > 0 && p.RunID != 0 && p.Status.Final() {
+		// The end of a job others depend on: the run row shared, the job,
+		// then its dependents upwards, in one transaction.
+		var wrote bool
+		err := e.inTx(ctx, func(q Querier) error {
+			if _, _, err := e.lockRun(ctx, q, p.RunID, false); err != nil {
+				return err
+			}
+			res, err := e.exec(ctx, q, name, e.cat().Get(name).SQL, args...)
+			if err != nil {
+				return err
+			}
+			if wrote = res.RowsAffected == 1; !wrote {
+				return nil
+			}
+			return e.propagate(ctx, q, p.RunID, map[int64]rowtype.JobStatus{p.ID: p.Status})
+		})
+		if err != nil {
+			return false, e.wrap(fmt.Sprintf("finish job %d", p.ID), err)
+		}
+		return wrote, nil
+	}
 	res, err := e.exec(ctx, e.q, name, e.cat().Get(name).SQL, args...)
 	if err != nil {
 		return false, e.wrap(fmt.Sprintf("finish job %d", p.ID), err)

@@ -2,7 +2,6 @@ package sqlexec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -16,6 +15,20 @@ import (
 // "job.notify" share one transaction (the executor's own on a pool).
 func (e *Executor) JobInsertMany(ctx context.Context, jobs []driver.JobInsertParams) ([]int64, error) {
 	queues := e.wake().due(jobs)
+	if isFlow(jobs) {
+		var ids []int64
+		err := e.inTx(ctx, func(q Querier) error {
+			var err error
+			if ids, err = e.insertJobs(ctx, q, jobs); err != nil {
+				return err
+			}
+			if err := e.setupFlow(ctx, q, jobs, ids); err != nil {
+				return err
+			}
+			return e.notify(ctx, q, queues)
+		})
+		return ids, e.wrap("insert jobs", err)
+	}
 	if len(queues) == 0 {
 		ids, err := e.insertJobs(ctx, e.q, jobs)
 		return ids, e.wrap("insert jobs", err)
@@ -29,6 +42,17 @@ func (e *Executor) JobInsertMany(ctx context.Context, jobs []driver.JobInsertPar
 		return e.notify(ctx, q, queues)
 	})
 	return ids, e.wrap("insert jobs", err)
+}
+
+// isFlow reports whether an insert carries a workflow: dependencies or a
+// run's callbacks.
+func isFlow(jobs []driver.JobInsertParams) bool {
+	for _, j := range jobs {
+		if len(j.DependsOn) > 0 || j.Callback != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Executor) insertJobs(ctx context.Context, q Querier, jobs []driver.JobInsertParams) ([]int64, error) {
@@ -130,25 +154,18 @@ func (e *Executor) insertIntoRun(ctx context.Context, q Querier, runID int64, jo
 }
 
 // lockRunShared locks a run row in share mode — the run before its jobs —
-// and refuses a missing or cancelled run.
+// and refuses a missing or cancelled run, and a run with callbacks: they
+// were armed with the run's jobs at its creation.
 func (e *Executor) lockRunShared(ctx context.Context, q Querier, runID int64) error {
-	rows, err := e.query(ctx, q, catalog.RunLockShared, e.cat().Get(catalog.RunLockShared).SQL, runID)
+	status, callbacks, err := e.lockRun(ctx, q, runID, false)
 	if err != nil {
 		return err
 	}
-	var status string
-	found := rows.Next()
-	if found {
-		err = rows.Scan(&status)
-	}
-	if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("run %d: %w", runID, rowtype.ErrNotFound)
-	}
-	if rowtype.RunStatus(status) == rowtype.RunCancelled {
+	if status == rowtype.RunCancelled {
 		return fmt.Errorf("run %d: %w", runID, rowtype.ErrRunCancelled)
+	}
+	if callbacks {
+		return fmt.Errorf("run %d: %w", runID, rowtype.ErrRunClosed)
 	}
 	return nil
 }

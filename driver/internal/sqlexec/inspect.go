@@ -38,9 +38,17 @@ func (e *Executor) JobRetry(ctx context.Context, id int64) (bool, error) {
 		if job.Status != rowtype.StatusFailed {
 			return nil
 		}
+		flow := job.RunID != 0 && job.Dependents > 0
 		if job.RunID != 0 {
-			if err := e.lockRunShared(ctx, q, job.RunID); err != nil {
+			// A job its dependents wait for takes the run row exclusively:
+			// bringing them back recounts their dependencies, and no job of
+			// the run may end meanwhile.
+			status, _, err := e.lockRun(ctx, q, job.RunID, flow)
+			if err != nil {
 				return err
+			}
+			if status == rowtype.RunCancelled {
+				return fmt.Errorf("run %d: %w", job.RunID, rowtype.ErrRunCancelled)
 			}
 		}
 		res, err := e.exec(ctx, q, catalog.JobRetry, e.cat().Get(catalog.JobRetry).SQL, id)
@@ -48,6 +56,11 @@ func (e *Executor) JobRetry(ctx context.Context, id int64) (bool, error) {
 			return err
 		}
 		ok = res.RowsAffected == 1
+		if ok && flow {
+			if err := e.revive(ctx, q, id); err != nil {
+				return err
+			}
+		}
 		if ok && e.wake().dueQueue(job.Queue) {
 			return e.notify(ctx, q, []string{job.Queue})
 		}

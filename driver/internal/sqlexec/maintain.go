@@ -27,11 +27,12 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 	type cand struct {
 		id                  int64
 		attempts, maxAttmpt int64
+		runID, dependents   int64
 	}
 	var cands []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.id, &c.attempts, &c.maxAttmpt); err != nil {
+		if err := rows.Scan(&c.id, &c.attempts, &c.maxAttmpt, nullInt64{&c.runID}, nullInt64{&c.dependents}); err != nil {
 			rows.Close()
 			return nil, e.wrap("reap: select", err)
 		}
@@ -45,11 +46,33 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 	var out []rowtype.ReapResult
 	for _, c := range cands {
 		msg := fmt.Sprintf("heartbeat lost: no heartbeat for over %s (worker presumed dead)", p.StaleAfter)
-		res, err := e.exec(ctx, e.q, st.Name, st.SQL, msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter))
+		args := []any{msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter)}
+		var affected int64
+		if c.dependents > 0 && c.runID != 0 && c.attempts >= c.maxAttmpt {
+			// Reaped to FAILED, with dependents: written with theirs, the
+			// run row shared first, as a worker's failure would be.
+			err = e.inTx(ctx, func(q Querier) error {
+				if _, _, err := e.lockRun(ctx, q, c.runID, false); err != nil {
+					return err
+				}
+				res, err := e.exec(ctx, q, st.Name, st.SQL, args...)
+				if err != nil {
+					return err
+				}
+				if affected = res.RowsAffected; affected != 1 {
+					return nil
+				}
+				return e.propagate(ctx, q, c.runID, map[int64]rowtype.JobStatus{c.id: rowtype.StatusFailed})
+			})
+		} else {
+			var res Result
+			res, err = e.exec(ctx, e.q, st.Name, st.SQL, args...)
+			affected = res.RowsAffected
+		}
 		if err != nil {
 			return out, e.wrap(fmt.Sprintf("reap job %d", c.id), err)
 		}
-		if res.RowsAffected == 1 {
+		if affected == 1 {
 			status := rowtype.StatusPending
 			if c.attempts >= c.maxAttmpt {
 				status = rowtype.StatusFailed
@@ -100,6 +123,14 @@ func (e *Executor) JobPrune(ctx context.Context, p *driver.JobPruneParams) ([]in
 			slices.Sort(still)
 			sqlText, args = e.cat().BindIDs(del, still)
 			if _, err := e.exec(ctx, q, del.Name, sqlText, args...); err != nil {
+				return err
+			}
+			// Their edges go with them (those into them; an edge out of a
+			// pruned job stays until its dependent is pruned, and a
+			// dependency that is gone ended long ago).
+			dep := e.cat().Get(catalog.DepDeleteMany)
+			sqlText, args = e.cat().BindIDs(dep, still)
+			if _, err := e.exec(ctx, q, dep.Name, sqlText, args...); err != nil {
 				return err
 			}
 			deleted = append(deleted, still...)

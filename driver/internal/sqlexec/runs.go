@@ -18,7 +18,7 @@ func (e *Executor) RunInsert(ctx context.Context, p *driver.RunInsertParams) (*r
 	st := e.cat().Get(catalog.RunInsert)
 	var id int64
 	if st.Returning {
-		ids, err := e.queryIDs(ctx, e.q, st.Name, st.SQL, p.Name, meta)
+		ids, err := e.queryIDs(ctx, e.q, st.Name, st.SQL, p.Name, meta, p.Callbacks)
 		if err != nil {
 			return nil, e.wrap("insert run", err)
 		}
@@ -27,7 +27,7 @@ func (e *Executor) RunInsert(ctx context.Context, p *driver.RunInsertParams) (*r
 		}
 		id = ids[0]
 	} else {
-		res, err := e.exec(ctx, e.q, st.Name, st.SQL, p.Name, meta)
+		res, err := e.exec(ctx, e.q, st.Name, st.SQL, p.Name, meta, p.Callbacks)
 		if err != nil {
 			return nil, e.wrap("insert run", err)
 		}

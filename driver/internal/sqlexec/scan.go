@@ -11,7 +11,7 @@ import (
 
 // JobColumns is the column list every catalogue selects job rows with, in
 // the order scanJob reads them.
-const JobColumns = "id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, last_error, error_history, created_at, unique_key, metadata, output"
+const JobColumns = "id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, last_error, error_history, created_at, unique_key, metadata, output, waiting_on, dependents, callback"
 
 // UniqueHeld is true for a job whose status is one of its unique statuses:
 // the predicate of the partial unique index on PostgreSQL and SQLite (and
@@ -125,19 +125,21 @@ func scanJob(rows Rows, extra ...any) (*rowtype.JobRow, error) {
 	j := &rowtype.JobRow{}
 	var status string
 	var history json.RawMessage
-	var priority, attempts, maxAttempts int64
+	var priority, attempts, maxAttempts, waitingOn, dependents int64
 	dest := []any{
 		&j.ID, nullInt64{&j.RunID}, &j.Queue, &j.Kind, jsonBytes{&j.Args}, &status,
 		nullInt64{&priority}, nullTime{&j.AvailableAt}, nullInt64{&attempts}, nullInt64{&maxAttempts},
 		nullTime{&j.StartedAt}, nullTime{&j.HeartbeatAt}, nullTime{&j.FinishedAt},
 		nullString{&j.LastError}, jsonBytes{&history}, nullTime{&j.CreatedAt},
 		nullString{&j.UniqueKey}, jsonBytes{&j.Metadata}, jsonBytes{&j.Output},
+		nullInt64{&waitingOn}, nullInt64{&dependents}, nullString{&j.Callback},
 	}
 	if err := rows.Scan(append(dest, extra...)...); err != nil {
 		return nil, fmt.Errorf("scan job: %w", err)
 	}
 	j.Status = rowtype.JobStatus(status)
 	j.Priority, j.Attempts, j.MaxAttempts = int(priority), int(attempts), int(maxAttempts)
+	j.WaitingOn, j.Dependents = int(waitingOn), int(dependents)
 	if len(history) > 0 {
 		if err := json.Unmarshal(history, &j.Errors); err != nil {
 			return nil, fmt.Errorf("scan job %d: error history: %w", j.ID, err)
