@@ -191,7 +191,7 @@ func testDeadlockDecodeLive(t *testing.T, rawDSN, format string, derived bool) {
 		require.NotEmpty(t, h.trx.Holds, out)
 		var indexes []string
 		for _, l := range h.trx.Holds {
-			require.Equal(t, derived, l.Derived, "%s report: held lock %s", format, l.Index)
+			require.Equal(t, derived, l.Inferred, "%s report: held lock %s", format, l.Index)
 			indexes = append(indexes, l.Index)
 		}
 		require.Contains(t, indexes, h.index)
