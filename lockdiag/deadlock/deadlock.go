@@ -111,6 +111,9 @@ type Lock struct {
 	Records      []*Record `json:"records,omitempty"`
 
 	idText string
+	// modeKnown: an inferred lock whose mode and kind were printed
+	// (MariaDB's CONFLICTING WITH), only its holding is read into it.
+	modeKnown bool
 }
 
 // Record is one locked index record.

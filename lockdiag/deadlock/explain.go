@@ -85,7 +85,7 @@ func lockText(l *Lock) string {
 // index), and whether it is inferred.
 func heldOn(t *Transaction, table, index string) *Lock {
 	for _, h := range t.Holds {
-		if h.Kind != TableLock && h.Table == table && h.Index == index {
+		if h.Kind != TableLock && bareTable(h.Table) == bareTable(table) && h.Index == index {
 			return h
 		}
 	}
@@ -332,6 +332,25 @@ func (d *detector) foreignKey(t *Transaction, l *Lock) *Pattern {
 	pat.Explanation = e.String()
 	pat.Fix = fmt.Sprintf("Lock the parent first: in transactions that write %s rows and also change the %s row they point to, SELECT … FROM %s WHERE %s = … FOR UPDATE before writing the children, so every such transaction takes the parent's lock first and in X mode.",
 		child, bareTable(l.Table), bareTable(l.Table), pk) + retryNote
+	return pat
+}
+
+// foreignKeyUpgrade is the S→X shape on a parent table whose children's
+// foreign key (in the schema) explains the S locks.
+func (d *detector) foreignKeyUpgrade(a, b *Transaction, rec *Record, child string) *Pattern {
+	w := a.Waits
+	pat := &Pattern{Name: PatternForeignKey, Table: w.Table, Index: w.Index}
+	pk := d.pkCol(w.Table, rec)
+	var e strings.Builder
+	fmt.Fprintf(&e, "Both transactions hold a shared (S) lock on %s of %s's %s and wait to change that row (X).\n", recText(rec), w.Table, w.Index)
+	for _, x := range []*Transaction{a, b} {
+		h := heldOn(x, w.Table, w.Index)
+		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, nil), inferredNote(h), lockText(x.Waits))
+	}
+	fmt.Fprintf(&e, "The schema has a foreign key from %s to %s: writing a %s row checks it by locking the parent row S, which is where these S locks most likely come from (the statements that took them are earlier in each transaction and not in the report). An S lock lets the other S in but keeps any X out, so neither UPDATE can go on. %s", bareTable(child), bareTable(w.Table), bareTable(child), d.victimText())
+	pat.Explanation = e.String()
+	pat.Fix = fmt.Sprintf("Lock the parent first: SELECT … FROM %s WHERE %s = … FOR UPDATE before writing the %s rows, so each transaction takes the %s row's lock in X mode before the foreign-key check would take it in S; or update the %s row before inserting its children.",
+		bareTable(w.Table), pk, bareTable(child), bareTable(w.Table), bareTable(w.Table)) + retryNote
 	return pat
 }
 

@@ -79,7 +79,7 @@ func allInferred(o *Transaction, w *Lock) bool {
 
 // lockConflicts is InnoDB's compatibility rule for held h and waited w.
 func lockConflicts(h, w *Lock) bool {
-	if h.Table != w.Table {
+	if !sameTable(h, w) {
 		return false
 	}
 	if w.Kind == TableLock || h.Kind == TableLock {

@@ -37,33 +37,74 @@ func holdFromWait(t, o *Transaction) *Lock {
 	if w.Kind == TableLock {
 		return h
 	}
-	tw := t.Waits
-	sameRecord := tw != nil && tw.Kind != TableLock && sameRecords(tw, w)
-	if sameRecord {
-		for _, oh := range o.Holds {
-			if oh.Kind != TableLock && sameRecords(oh, w) {
-				h.Mode, h.Kind = oh.Mode, oh.Kind
-				return h
+	// A clustered record whose DB_TRX_ID is t's id was written by t: t
+	// holds it with an implicit X record lock.
+	if isClusteredName(w.Index) && w.Kind != InsertIntention {
+		if rec := firstRecord(w); rec != nil {
+			for _, f := range rec.Fields {
+				if f.Type == "trx_id" && f.Value == fmt.Sprint(t.TrxID) && t.TrxID != 0 {
+					h.Mode, h.Kind = "X", RecNotGap
+					h.InferredFrom = fmt.Sprintf("transaction (%d) waits for it and the record's DB_TRX_ID is (%d)'s id: (%d) wrote it", o.Number, t.Number, t.Number)
+					return h
+				}
 			}
 		}
-		if tw.Mode == "X" && w.Mode == "X" && w.Kind != InsertIntention && tw.Kind != InsertIntention {
-			h.Mode = "S"
+	}
+	tw := t.Waits
+	if w.Kind == InsertIntention {
+		// An insert intention waits only for a gap or next-key lock. A
+		// holder that is itself scanning that index holds the kind its
+		// own wait asks for; otherwise the least that blocks: a gap lock.
+		if tw != nil && tw.Kind != TableLock && tw.Kind != InsertIntention && tw.Table == w.Table && tw.Index == w.Index && (tw.Kind == NextKey || tw.Kind == Gap) {
+			h.Mode, h.Kind = tw.Mode, tw.Kind
 			return h
 		}
-	}
-	if w.Kind == InsertIntention {
-		// An insert intention waits only for a gap or next-key lock.
-		for _, oh := range o.Holds {
-			if oh.Kind == Gap || oh.Kind == NextKey {
-				if oh.Table == w.Table && oh.Index == w.Index {
+		// Both inserting into the same gap: they got there the same way,
+		// so t holds what o prints holding on it.
+		if tw != nil && tw.Kind == InsertIntention && (sameRecords(tw, w) || samePageNoRecords(tw, w)) {
+			for _, oh := range o.Holds {
+				if oh.Kind != TableLock && oh.Kind != InsertIntention && (sameRecords(oh, w) || samePageNoRecords(oh, w)) {
 					h.Mode, h.Kind = oh.Mode, oh.Kind
 					return h
 				}
 			}
 		}
 		h.Kind = Gap
+		return h
+	}
+	sameRecord := tw != nil && tw.Kind != TableLock && (sameRecords(tw, w) || samePageNoRecords(tw, w))
+	if sameRecord {
+		for _, oh := range o.Holds {
+			if oh.Kind != TableLock && (sameRecords(oh, w) || samePageNoRecords(oh, w)) {
+				h.Mode, h.Kind = oh.Mode, oh.Kind
+				return h
+			}
+		}
+		if tw.Mode == "X" && w.Mode == "X" && tw.Kind != InsertIntention {
+			h.Mode = "S"
+			return h
+		}
+	}
+	// A transaction whose id has the not-yet-assigned form (2^48 and
+	// above, MySQL 5.6+) has changed no rows; waiting for S itself, it
+	// is taking shared locks.
+	if t.TrxID >= 1<<48 && tw != nil && tw.Mode == "S" {
+		h.Mode = "S"
 	}
 	return h
+}
+
+// samePageNoRecords: two locks on one page of one index, neither printing
+// its records (MySQL 5.5 often prints none): the same record as far as the
+// report can tell.
+func samePageNoRecords(a, b *Lock) bool {
+	return sameTable(a, b) && a.Index == b.Index && a.Space == b.Space && a.Page == b.Page && len(a.Records) == 0 && len(b.Records) == 0
+}
+
+// sameTable: the same table, also when a paste anonymised one schema name
+// and not the other (the space id and the table's own name agree).
+func sameTable(a, b *Lock) bool {
+	return a.Table == b.Table || a.Space != 0 && a.Space == b.Space && bareTable(a.Table) == bareTable(b.Table)
 }
 
 func copyLock(l *Lock) *Lock {
@@ -83,7 +124,7 @@ func sameRecords(a, b *Lock) bool {
 }
 
 func commonRecord(a, b *Lock) *Record {
-	if a.Table != b.Table || a.Index != b.Index || a.Space != b.Space || a.Page != b.Page {
+	if !sameTable(a, b) || a.Index != b.Index || a.Space != b.Space || a.Page != b.Page {
 		return nil
 	}
 	for _, x := range a.Records {
@@ -119,7 +160,7 @@ func fromConflicts(r *Report) {
 			if c.Kind == TableLock || w.Kind == TableLock {
 				if c.Kind == TableLock && w.Kind == TableLock {
 					h := *c
-					h.Inferred, h.Waiting, h.InferredFrom = true, false, from
+					h.Inferred, h.Waiting, h.InferredFrom, h.modeKnown = true, false, from, true
 					holder.Holds = append(holder.Holds, &h)
 				}
 				continue
@@ -128,7 +169,7 @@ func fromConflicts(r *Report) {
 				continue
 			}
 			h := *c
-			h.Inferred, h.Waiting, h.Records, h.InferredFrom = true, false, nil, from
+			h.Inferred, h.Waiting, h.Records, h.InferredFrom, h.modeKnown = true, false, nil, from, true
 			for _, rec := range c.Records {
 				wr, ok := waited[rec.HeapNo]
 				if !ok {

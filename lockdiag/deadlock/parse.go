@@ -30,7 +30,7 @@ var (
 	reWaits        = regexp.MustCompile(stars + `WAITING FOR THIS LOCK TO BE GRANTED:?$`)
 	reConflicts    = regexp.MustCompile(stars + `CONFLICTING WITH:?$`)
 	reRollBack     = regexp.MustCompile(stars + `WE ROLL BACK TRANSACTION ?\((\d{1,4})\)`)
-	reTooDeep      = regexp.MustCompile(`^TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH`)
+	reTooDeep      = regexp.MustCompile(`TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH`)
 	reTimeLine     = regexp.MustCompile(`^` + reTS + `(?: (?:0x)?[0-9a-fA-F]+)?$`)
 	reSeparator    = regexp.MustCompile(`^(?:-{4,}|={4,})$`)
 	reDeadlockHead = regexp.MustCompile(`(?i)LATEST DETECTED DEADLOCK|transactions deadlock detected`)
@@ -47,6 +47,10 @@ var (
 	reTblLock   = regexp.MustCompile(`^TABLE LOCK table (\S+?)(?: /\* Partition .+? \*/)? trx id ` + reTrxIDPart + ` lock mode (\S+)( waiting)?$`)
 	reRecord    = regexp.MustCompile(`^Record lock, heap no (\d+)(?: PHYSICAL RECORD: n_fields (\d+); (?:compact|redundant) format(?:; info bits (\d+))?)?;?(.*)$`)
 	reFieldHead = regexp.MustCompile(`^\d+: ?(?:len|SQL NULL)`)
+	reInfoTail  = regexp.MustCompile(`^(?:info )?bits (\d+);?(.*)$`)
+	// The first word of a statement; a line after the thread line that
+	// starts otherwise is the thread line's wrapped tail ("root updating").
+	reSQLStart = regexp.MustCompile(`(?i)^(?:\(|/\*|select|insert|update|delete|replace|with|call|commit|rollback|set|lock|load|alter|create|drop|truncate|do|handler|begin|start|xa|savepoint|release|analyze|optimize|grant|rename|prepare|execute)\b`)
 )
 
 type parser struct {
@@ -62,6 +66,8 @@ type parser struct {
 	// pending is a RECORD LOCKS / TABLE LOCK line that did not read
 	// whole: a reflowed paste may have wrapped it onto the next line.
 	pending    *line
+	// infoCut: the record line was wrapped inside "info bits N".
+	infoCut bool
 	sawThread  bool // the current transaction's thread line was read
 	lastWasBad bool // the last non-blank line of the input failed to read
 }
@@ -304,6 +310,8 @@ func (p *parser) headerLine(ln line) {
 		}
 	case strings.HasPrefix(s, "Trx read view") || strings.HasPrefix(s, "Trx #rec lock") ||
 		strings.HasPrefix(s, "Trx total rec lock") || strings.HasPrefix(s, "Trx has approximately"):
+	case t.Query == "" && p.sawThread && !reSQLStart.MatchString(s) && len(strings.Fields(s)) <= 4 && !strings.ContainsAny(s, "=(`'"):
+		// The thread line wrapped by a paste: "… localhost" / "root updating".
 	default:
 		// Whatever else follows the thread line is the statement, which
 		// may span lines.
@@ -348,6 +356,17 @@ func (p *parser) lockHeader(ln line, quiet bool) bool {
 
 func (p *parser) lockLine(ln line) {
 	t := ln.text
+	if p.infoCut {
+		p.infoCut = false
+		if m := reInfoTail.FindStringSubmatch(t); m != nil && p.rec != nil {
+			p.rec.InfoBits = atoi(m[1])
+			p.rec.Deleted = p.rec.InfoBits&32 != 0
+			if rest := strings.TrimSpace(m[2]); rest != "" {
+				p.fields(ln, rest)
+			}
+			return
+		}
+	}
 	switch {
 	case isElision(t):
 		return
@@ -376,7 +395,11 @@ func (p *parser) lockLine(ln line) {
 		bits := atoi(m[3])
 		p.rec = &Record{HeapNo: heap, NFields: atoi(m[2]), InfoBits: bits, Deleted: bits&32 != 0}
 		p.lock.Records = append(p.lock.Records, p.rec)
-		if rest := strings.TrimSpace(m[4]); rest != "" {
+		rest := strings.TrimSpace(m[4])
+		switch {
+		case rest == "info" || rest == "info bits" || rest == "; info" || rest == "; info bits":
+			p.infoCut = true
+		case rest != "":
 			p.fields(ln, rest)
 		}
 	case reFieldHead.MatchString(t):

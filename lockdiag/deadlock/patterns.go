@@ -1,6 +1,9 @@
 package deadlock
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Pattern names. A report gets one of them only when its locks prove the
 // shape; otherwise it is not recognised (Report.Pattern is nil), never
@@ -114,6 +117,11 @@ func (d *detector) detect() *Pattern {
 	if wa.Kind == TableLock || wb.Kind == TableLock {
 		return nil
 	}
+	// Without the records the report cannot show which record each
+	// waits for, so none of the record shapes is proved.
+	if len(wa.Records) == 0 || len(wb.Records) == 0 {
+		return nil
+	}
 	switch {
 	case wa.Kind == InsertIntention && wb.Kind == InsertIntention && wa.Table == wb.Table && wa.Index == wb.Index:
 		return d.gapInsert(a, b)
@@ -122,12 +130,15 @@ func (d *detector) detect() *Pattern {
 	}
 	if rec := commonRecord(wa, wb); rec != nil {
 		if holdsMode(a, wa, "S") && holdsMode(b, wb, "S") {
+			if child := d.referencedBy(wa.Table); child != "" {
+				return d.foreignKeyUpgrade(a, b, rec, child)
+			}
 			return d.shareUpgrade(a, b, rec)
 		}
 		return nil
 	}
-	if wa.Table != wb.Table {
-		return nil
+	if !sameTable(wa, wb) {
+		return d.oppositeRow(a, b)
 	}
 	if wa.Index != wb.Index {
 		s, p := a, b
@@ -157,8 +168,10 @@ func holdsMode(t *Transaction, w *Lock, mode string) bool {
 // index of the table it inserts into. A plain INSERT takes an S lock only
 // to check a duplicate key on a unique index, so the lock proves it.
 func (d *detector) duplicateKeyLock(t *Transaction) *Lock {
-	k := stmtKind(t.Query)
-	if k != "insert" && k != "replace" || reInsSelect.MatchString(t.Query) {
+	// REPLACE and INSERT … ON DUPLICATE KEY UPDATE lock a duplicate X,
+	// and INSERT … SELECT reads its source with S locks: only a plain
+	// INSERT (or INSERT IGNORE) proves a duplicate check by an S lock.
+	if stmtKind(t.Query) != "insert" || reInsSelect.MatchString(t.Query) || reOnDup.MatchString(t.Query) {
 		return nil
 	}
 	locks := append([]*Lock{t.Waits}, t.Holds...)
@@ -166,8 +179,13 @@ func (d *detector) duplicateKeyLock(t *Transaction) *Lock {
 		if l.Kind == TableLock || l.Kind == InsertIntention || l.Mode != "S" || !writesTable(t.Query, l.Table) {
 			continue
 		}
-		if l.Inferred && l != t.Waits {
+		if l.Inferred && !l.modeKnown {
 			continue // an inferred mode is not proof
+		}
+		if len(l.Records) == 0 && !d.allInsertInto(l.Table) {
+			// No record printed: only when every transaction inserts
+			// into that table is the S lock surely the duplicate check.
+			continue
 		}
 		if tab := d.table(l.Table); tab != nil {
 			if ix := tab.Index(l.Index); ix != nil && !ix.Unique && !ix.Primary {
@@ -177,6 +195,31 @@ func (d *detector) duplicateKeyLock(t *Transaction) *Lock {
 		return l
 	}
 	return nil
+}
+
+var reOnDup = regexp.MustCompile(`(?i)\bON\s+DUPLICATE\s+KEY\b`)
+
+func (d *detector) allInsertInto(table string) bool {
+	for _, t := range d.r.Transactions {
+		if stmtKind(t.Query) != "insert" || !writesTable(t.Query, table) {
+			return false
+		}
+	}
+	return true
+}
+
+// referencedBy names a table whose foreign key references table, when the
+// schema says so ("" without a schema, or when none does).
+func (d *detector) referencedBy(table string) string {
+	rs, ok := d.src.(ReferenceSource)
+	if d.src == nil || !ok {
+		return ""
+	}
+	children, err := rs.ReferencedBy(table)
+	if err != nil || len(children) == 0 {
+		return ""
+	}
+	return children[0]
 }
 
 // foreignKeyLock: a lock on another table than the one t's statement

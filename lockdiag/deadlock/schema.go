@@ -189,6 +189,34 @@ func slotIndex(ss []slot, name string) int {
 	return -1
 }
 
+// ReferenceSource is a SchemaSource that can also list the tables whose
+// foreign keys reference a table: a parent's S lock then has a known cause.
+type ReferenceSource interface {
+	ReferencedBy(table string) ([]string, error)
+}
+
+// ReferencedBy implements ReferenceSource.
+func (s *Schema) ReferencedBy(table string) ([]string, error) {
+	var out []string
+	for _, t := range s.Tables {
+		for _, fk := range t.ForeignKeys {
+			if bareTable(fk.RefTable) == bareTable(table) {
+				out = append(out, t.Name)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReferencedBy implements ReferenceSource when f.Refs is set.
+func (f SchemaFunc) ReferencedBy(table string) ([]string, error) {
+	if f.Refs == nil {
+		return nil, nil
+	}
+	return f.Refs(table)
+}
+
 // Schema is a set of table definitions read from CREATE TABLE statements.
 type Schema struct {
 	Tables []*Table
@@ -232,6 +260,8 @@ func (s *Schema) LookupTable(name string) (*Table, error) {
 type SchemaFunc struct {
 	Name string
 	Func func(table string) (*Table, error)
+	// Refs lists the tables referencing a table (optional).
+	Refs func(table string) ([]string, error)
 }
 
 // LookupTable implements SchemaSource.

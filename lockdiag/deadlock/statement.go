@@ -15,7 +15,7 @@ var (
 	reSetClause   = regexp.MustCompile(`(?is)\bSET\s+(.*?)(?:\s+WHERE\b|\s+ORDER\s+BY\b|\s+LIMIT\b|$)`)
 	reHint        = regexp.MustCompile("(?i)\\b(FORCE|USE)\\s+(?:INDEX|KEY)\\s*(?:FOR\\s+\\w+\\s*)?\\(\\s*`?(\\w+)")
 	reWhere       = regexp.MustCompile(`(?is)\bWHERE\b(.*?)(?:\bORDER\s+BY\b|\bLIMIT\b|\bFOR\s+UPDATE\b|\bFOR\s+SHARE\b|\bLOCK\s+IN\s+SHARE\s+MODE\b|$)`)
-	reInsSelect   = regexp.MustCompile(`(?is)^\s*(?:INSERT|REPLACE)\b.*\bSELECT\b`)
+	reInsSelect   = regexp.MustCompile(`(?is)^\s*(?:INSERT|REPLACE)\b.*\bSELECT\b.*\bFROM\b`)
 	reIdent       = regexp.MustCompile("`?([A-Za-z_$][\\w$]*)`?")
 )
 
