@@ -270,12 +270,16 @@ func (d *detector) gapInsert(a, b *Transaction) *Pattern {
 	pat := &Pattern{Name: PatternGapInsert, Table: w.Table, Index: w.Index}
 	cols := d.indexCols(w.Table, w.Index, firstRecord(w))
 	var e strings.Builder
-	fmt.Fprintf(&e, "Both transactions wait to insert into a gap of %s's index %s that the other has locked.\n", w.Table, w.Index)
+	if b.Waits.Kind == InsertIntention {
+		fmt.Fprintf(&e, "Both transactions wait to insert into a gap of %s's index %s that the other has locked.\n", w.Table, w.Index)
+	} else {
+		fmt.Fprintf(&e, "Transaction (%d) waits to insert into a gap of %s's index %s that (%d) has locked, while (%d) waits for a record of the same index that (%d) holds.\n", a.Number, w.Table, w.Index, b.Number, b.Number, a.Number)
+	}
 	for _, x := range []*Transaction{a, b} {
 		h := heldOn(x, w.Table, w.Index)
 		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, nil), inferredNote(h), lockText(x.Waits))
 	}
-	fmt.Fprintf(&e, "A gap or next-key lock (taken in REPEATABLE READ by a locking read, UPDATE or DELETE that searched that range, often one that found no row) does not conflict with another one on the same gap, so both got theirs; an insert intention must wait for every gap lock on its gap, so each insert waits for the other. %s", d.victimText())
+	fmt.Fprintf(&e, "A gap or next-key lock (taken in REPEATABLE READ by a locking read, UPDATE or DELETE that searched that range, often one that found no row) does not conflict with another one on the same gap, so several transactions can hold one; an insert intention must wait for every gap lock on its gap. %s", d.victimText())
 	pat.Explanation = e.String()
 	pat.Fix = fmt.Sprintf("Do not lock a range of %s's %s %s to check that a row is absent before inserting it: INSERT directly and handle the duplicate-key error (or use INSERT … ON DUPLICATE KEY UPDATE) when %s is unique; or run these transactions at READ COMMITTED, where searches take no gap locks.",
 		w.Table, w.Index, colList(cols, ""), colList(cols, "the key")) + retryNote

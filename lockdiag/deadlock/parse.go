@@ -65,9 +65,9 @@ type parser struct {
 	bad  *ParseError // first malformed line of cur
 	// pending is a RECORD LOCKS / TABLE LOCK line that did not read
 	// whole: a reflowed paste may have wrapped it onto the next line.
-	pending    *line
+	pending *line
 	// infoCut: the record line was wrapped inside "info bits N".
-	infoCut bool
+	infoCut    bool
 	sawThread  bool // the current transaction's thread line was read
 	lastWasBad bool // the last non-blank line of the input failed to read
 }

@@ -122,10 +122,15 @@ func (d *detector) detect() *Pattern {
 	if len(wa.Records) == 0 || len(wb.Records) == 0 {
 		return nil
 	}
-	switch {
-	case wa.Kind == InsertIntention && wb.Kind == InsertIntention && wa.Table == wb.Table && wa.Index == wb.Index:
-		return d.gapInsert(a, b)
-	case wa.Kind == InsertIntention || wb.Kind == InsertIntention:
+	if wa.Kind == InsertIntention || wb.Kind == InsertIntention {
+		// An insert waits for a gap or next-key lock the other holds on
+		// the same index, while the other waits on that index too.
+		if sameTable(wa, wb) && wa.Index == wb.Index {
+			if wa.Kind != InsertIntention {
+				a, b = b, a
+			}
+			return d.gapInsert(a, b)
+		}
 		return nil
 	}
 	if rec := commonRecord(wa, wb); rec != nil {
