@@ -128,28 +128,32 @@ func cycle(r *Report) []int {
 	for _, e := range r.Graph {
 		next[e.From] = append(next[e.From], e.To)
 	}
-	for _, t := range r.Transactions {
-		var path []int
-		on := map[int]int{}
-		var dfs func(n int) []int
-		dfs = func(n int) []int {
-			if i, ok := on[n]; ok {
-				return append([]int(nil), path[i:]...)
-			}
-			if len(path) > len(r.Transactions) {
-				return nil
-			}
-			on[n] = len(path)
-			path = append(path, n)
-			for _, m := range next[n] {
-				if c := dfs(m); c != nil {
-					return c
-				}
-			}
-			path = path[:len(path)-1]
-			delete(on, n)
+	// Depth-first search with the usual three colours: each node and
+	// edge is visited once, whatever the graph.
+	done := map[int]bool{}
+	on := map[int]int{}
+	var path []int
+	var dfs func(n int) []int
+	dfs = func(n int) []int {
+		if i, ok := on[n]; ok {
+			return append([]int(nil), path[i:]...)
+		}
+		if done[n] {
 			return nil
 		}
+		on[n] = len(path)
+		path = append(path, n)
+		for _, m := range next[n] {
+			if c := dfs(m); c != nil {
+				return c
+			}
+		}
+		path = path[:len(path)-1]
+		delete(on, n)
+		done[n] = true
+		return nil
+	}
+	for _, t := range r.Transactions {
 		if c := dfs(t.Number); c != nil {
 			return c
 		}

@@ -33,8 +33,8 @@ func decodeKeys(r *Report, src SchemaSource) error {
 		return t
 	}
 	used := false
+	h := literalsOf(r)
 	for _, t := range r.Transactions {
-		h := literalsOf(r)
 		for _, l := range t.allLocks() {
 			if l.Kind == TableLock {
 				continue
