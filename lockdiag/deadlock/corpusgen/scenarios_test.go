@@ -26,7 +26,11 @@ type scenario struct {
 	// them the report prints, when fewer (the duplicate-key case's first
 	// inserter makes the cycle possible and leaves before it forms).
 	sessions, inCycle int
-	steps    []step
+	steps             []step
+	// racy says why the report's numbering and victim vary from run to
+	// run, when they do: the live report is then matched to the sidecar
+	// by statement.
+	racy string
 	// victimErr is the error the victim's client gets when it is not
 	// 1213 (ER_LOCK_DEADLOCK).
 	victimErr uint16
@@ -178,6 +182,7 @@ func patterns() []scenario {
 			tables:   []string{"CREATE TABLE member (id INT PRIMARY KEY, email VARCHAR(64) NOT NULL, UNIQUE KEY uk_email (email)) ENGINE=InnoDB"},
 			rows:     []string{"INSERT INTO member VALUES (1, 'a@example.com')"},
 			sessions: 3, inCycle: 2,
+			racy: "A's rollback wakes B and C together; which one asks for its insert intention first, and so closes the cycle and is rolled back, is up to the scheduler",
 			steps: []step{
 				do(sA, "INSERT INTO member VALUES (2, 'b@example.com')"),
 				blocks(sB, "INSERT INTO member VALUES (3, 'b@example.com')"),

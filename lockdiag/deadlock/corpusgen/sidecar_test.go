@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,6 +64,11 @@ type checks struct {
 	// trxIDs compares transaction ids: true for the committed report the
 	// sidecar was written from, false for a live run (ids differ per run).
 	trxIDs bool
+	// anyOrder matches transactions by statement instead of by number,
+	// and leaves the victim's number unchecked: for a scenario whose
+	// sessions the server wakes together (scenario.racy), which one InnoDB
+	// numbers (1) and rolls back varies from run to run.
+	anyOrder bool
 	// keys, pattern and holds are for the rewritten decoder.
 	keys, pattern, holds bool
 }
@@ -72,7 +78,9 @@ type checks struct {
 func compareReport(t *testing.T, r *deadlock.Report, sc sidecar, c checks) {
 	t.Helper()
 	require.Len(t, r.Transactions, len(sc.Transactions), "transactions")
-	require.Equal(t, sc.Victim, r.Victim, "victim")
+	if !c.anyOrder {
+		require.Equal(t, sc.Victim, r.Victim, "victim")
+	}
 	if c.pattern {
 		name := "not-recognised"
 		if r.Pattern != nil {
@@ -82,6 +90,14 @@ func compareReport(t *testing.T, r *deadlock.Report, sc sidecar, c checks) {
 	}
 	for _, want := range sc.Transactions {
 		got := r.Transaction(want.Number)
+		if c.anyOrder {
+			got = nil
+			for _, tr := range r.Transactions {
+				if strings.Contains(tr.Query, want.Statement) {
+					got = tr
+				}
+			}
+		}
 		require.NotNil(t, got, "transaction (%d)", want.Number)
 		if c.trxIDs {
 			require.Equal(t, want.TrxID, strconv.FormatUint(got.TrxID, 10), "transaction (%d) id", want.Number)
