@@ -259,9 +259,20 @@ func (d *detector) oppositeRow(a, b *Transaction) *Pattern {
 	}
 	fmt.Fprintf(&e, "Each locked one of the two records first and then needed the other's. %s", d.victimText())
 	pat.Explanation = e.String()
-	key := colList(cols, "key of "+w.Index)
+	key := strings.Join(cols, ", ")
+	if key == "" {
+		key = "key of " + w.Index
+	}
+	tables := w.Table
+	if b.Waits.Table != w.Table && !sameTable(w, b.Waits) {
+		tables = w.Table + " and " + b.Waits.Table
+		pat.Explanation = strings.Replace(pat.Explanation, fmt.Sprintf("Two transactions locked records of %s's index %s in opposite order.", w.Table, w.Index),
+			fmt.Sprintf("Two transactions locked rows of %s in opposite order.", tables), 1)
+		pat.Fix = fmt.Sprintf("Lock the rows of %s in one order in every transaction: always the same table first, and within a table in ascending key order (SELECT … FOR UPDATE the first table's rows before touching the second's).", tables) + retryNote
+		return pat
+	}
 	pat.Fix = fmt.Sprintf("Lock the rows of %s in one order in every transaction: sort the %s values before the statements that lock them (ascending %s), or lock them all up front with one SELECT … FROM %s WHERE … ORDER BY %s FOR UPDATE before changing any.",
-		w.Table, key, key, bareTable(w.Table), strings.Trim(key, "()")) + retryNote
+		w.Table, key, key, bareTable(w.Table), key) + retryNote
 	return pat
 }
 
@@ -351,7 +362,7 @@ func (d *detector) foreignKeyUpgrade(a, b *Transaction, rec *Record, child strin
 		h := heldOn(x, w.Table, w.Index)
 		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, nil), inferredNote(h), lockText(x.Waits))
 	}
-	fmt.Fprintf(&e, "The schema has a foreign key from %s to %s: writing a %s row checks it by locking the parent row S, which is where these S locks most likely come from (the statements that took them are earlier in each transaction and not in the report). An S lock lets the other S in but keeps any X out, so neither UPDATE can go on. %s", bareTable(child), bareTable(w.Table), bareTable(child), d.victimText())
+	fmt.Fprintf(&e, "The schema has a foreign key from %s to %s: writing to %s checks it by locking the parent row S, which is where these S locks most likely come from (the statements that took them are earlier in each transaction and not in the report). An S lock lets the other S in but keeps any X out, so neither UPDATE can go on. %s", bareTable(child), bareTable(w.Table), bareTable(child), d.victimText())
 	pat.Explanation = e.String()
 	pat.Fix = fmt.Sprintf("Lock the parent first: SELECT … FROM %s WHERE %s = … FOR UPDATE before writing the %s rows, so each transaction takes the %s row's lock in X mode before the foreign-key check would take it in S; or update the %s row before inserting its children.",
 		bareTable(w.Table), pk, bareTable(child), bareTable(w.Table), bareTable(w.Table)) + retryNote
@@ -396,8 +407,11 @@ func (d *detector) cycle() *Pattern {
 		tables[t.Waits.Table] = true
 		ed := r.edge(n, next)
 		how := ""
-		if ed != nil && ed.Inferred {
+		switch {
+		case ed != nil && ed.Via == "report order":
 			how = " [inferred from the order the report lists the cycle in]"
+		case ed != nil && ed.Inferred:
+			how = " [its hold is inferred: the report does not print it as held]"
 		}
 		fmt.Fprintf(&e, "(%d) %s waits for %s, held by (%d)%s.\n", n, quoteStmt(t.Query), lockText(t.Waits), next, how)
 	}

@@ -16,10 +16,13 @@ type Edge struct {
 	Mode   string `json:"mode"`
 	Kind   Kind   `json:"kind"`
 	Record string `json:"record,omitempty"`
-	// Inferred: no printed lock of To matches the wait; the edge comes
-	// from the report being a cycle (the only other transaction, or the
-	// order InnoDB prints the cycle in).
-	Inferred bool `json:"inferred,omitempty"`
+	// Inferred: no lock the report prints as held by To matches the wait.
+	// Via says what the edge rests on: "held lock" (printed), "inferred
+	// hold" (MariaDB's CONFLICTING WITH, MySQL 5.7's missing HOLDS), or
+	// "report order" (the report is a cycle: the only other transaction,
+	// or the order InnoDB lists the cycle in).
+	Inferred bool   `json:"inferred,omitempty"`
+	Via      string `json:"via"`
 }
 
 // buildGraph finds, for each waiting transaction, who holds a lock that
@@ -44,6 +47,10 @@ func buildGraph(r *Report) []*Edge {
 			e := base
 			e.To = o.Number
 			e.Inferred = allInferred(o, w)
+			e.Via = "held lock"
+			if e.Inferred {
+				e.Via = "inferred hold"
+			}
 			out = append(out, &e)
 			found = true
 		}
@@ -51,7 +58,7 @@ func buildGraph(r *Report) []*Edge {
 			// The report is a cycle: with two transactions the other one
 			// blocks; with more, InnoDB prints them in cycle order.
 			e := base
-			e.To, e.Inferred = r.Transactions[(i+1)%n].Number, true
+			e.To, e.Inferred, e.Via = r.Transactions[(i+1)%n].Number, true, "report order"
 			out = append(out, &e)
 		}
 	}

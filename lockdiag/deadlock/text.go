@@ -77,7 +77,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, e := range r.Graph {
 			mark := ""
 			if e.Inferred {
-				mark = "  [inferred]"
+				mark = "  [inferred: " + e.Via + "]"
 			}
 			ew.printf("  (%d) → (%d)  waits for %s%s\n", e.From, e.To, e.describe(), mark)
 		}
