@@ -85,7 +85,7 @@ func checkMySQL84Report(t *testing.T, r *Report) {
 	require.Equal(t, 2, p.PrimaryFirst)
 	require.Equal(t, "300", p.Row)
 	require.False(t, p.ByID)
-	require.Contains(t, p.Explanation, "found its rows through the secondary index idx_status")
+	require.Contains(t, p.Explanation, "found its rows through the secondary index idx_status (its WHERE tests a column idx_status is named after)")
 	require.Contains(t, p.Explanation, "because it changes a column of idx_status (it sets status)")
 	require.Contains(t, p.Fix, "non-locking SELECT")
 	require.Contains(t, p.Fix, "ascending id order")

@@ -141,7 +141,11 @@ func (d *detector) oppositeIndex(s, p *Transaction) *Pattern {
 	case pat.ByID:
 		fmt.Fprintf(&b, "(%d)'s SQL names its row by %s, yet it holds %s first: its plan went through %s (EXPLAIN it), which depends on the data, so it happens only sometimes.", s.Number, pk, sec, sec)
 	case usesSec:
-		fmt.Fprintf(&b, "(%d) found its rows through the secondary index %s (its WHERE tests %s's columns), locking each %s record before the row's %s record; whether the optimizer picks %s depends on the data, so EXPLAIN it under several distributions.", s.Number, sec, sec, sec, pkIndex, sec)
+		why := sec + "'s columns"
+		if len(secCols) == 0 {
+			why = "a column " + sec + " is named after"
+		}
+		fmt.Fprintf(&b, "(%d) found its rows through the secondary index %s (its WHERE tests %s), locking each %s record before the row's %s record; whether the optimizer picks %s depends on the data, so EXPLAIN it under several distributions.", s.Number, sec, why, sec, pkIndex, sec)
 	default:
 		fmt.Fprintf(&b, "The report does not show why (%d) holds %s: its current statement's plan, or an earlier statement of the same transaction, took it.", s.Number, sec)
 	}
@@ -190,11 +194,54 @@ func (d *detector) oppositeIndex(s, p *Transaction) *Pattern {
 	return pat
 }
 
+// holdText describes h by the record the other transaction waits for
+// (rec) when h covers it, not by whichever record its bitmap lists first.
 func holdText(h *Lock, index string, rec *Record) string {
 	if h != nil {
+		if h.Kind != TableLock && rec != nil {
+			for _, hr := range h.Records {
+				if hr.HeapNo == rec.HeapNo {
+					return fmt.Sprintf("%s %s lock on %s of %s, %s", h.Mode, h.Kind, h.Index, h.Table, recText(hr))
+				}
+			}
+		}
 		return lockText(h)
 	}
 	return fmt.Sprintf("a lock on %s, %s", index, recText(rec))
+}
+
+// heldFor is x's hold that blocks the other transaction's wait: on its
+// index, covering its record when one does.
+func (d *detector) heldFor(x *Transaction) *Lock {
+	var w *Lock
+	for _, o := range d.r.Transactions {
+		if o != x && o.Waits != nil {
+			w = o.Waits
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	for _, h := range x.Holds {
+		if lockConflicts(h, w) {
+			return h
+		}
+	}
+	if w.Kind == TableLock {
+		return nil
+	}
+	return heldOn(x, w.Table, w.Index)
+}
+
+// otherWaitRecord is the record the other transaction of a two-way
+// deadlock waits for: the one x's hold matters by.
+func (d *detector) otherWaitRecord(x *Transaction) *Record {
+	for _, o := range d.r.Transactions {
+		if o != x && o.Waits != nil {
+			return firstRecord(o.Waits)
+		}
+	}
+	return nil
 }
 
 func anyMentioned(text string, cols []string) bool {
@@ -254,8 +301,8 @@ func (d *detector) oppositeRow(a, b *Transaction) *Pattern {
 	var e strings.Builder
 	fmt.Fprintf(&e, "Two transactions locked records of %s's index %s in opposite order.\n", w.Table, w.Index)
 	for _, x := range []*Transaction{a, b} {
-		h := heldOn(x, w.Table, w.Index)
-		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, nil), inferredNote(h), lockText(x.Waits))
+		h := d.heldFor(x)
+		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, d.otherWaitRecord(x)), inferredNote(h), lockText(x.Waits))
 	}
 	fmt.Fprintf(&e, "Each locked one of the two records first and then needed the other's. %s", d.victimText())
 	pat.Explanation = e.String()
@@ -287,8 +334,8 @@ func (d *detector) gapInsert(a, b *Transaction) *Pattern {
 		fmt.Fprintf(&e, "Transaction (%d) waits to insert into a gap of %s's index %s that (%d) has locked, while (%d) waits for a record of the same index that (%d) holds.\n", a.Number, w.Table, w.Index, b.Number, b.Number, a.Number)
 	}
 	for _, x := range []*Transaction{a, b} {
-		h := heldOn(x, w.Table, w.Index)
-		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, nil), inferredNote(h), lockText(x.Waits))
+		h := d.heldFor(x)
+		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, d.otherWaitRecord(x)), inferredNote(h), lockText(x.Waits))
 	}
 	fmt.Fprintf(&e, "A gap or next-key lock (taken in REPEATABLE READ by a locking read, UPDATE or DELETE that searched that range, often one that found no row) does not conflict with another one on the same gap, so several transactions can hold one; an insert intention must wait for every gap lock on its gap. %s", d.victimText())
 	pat.Explanation = e.String()
@@ -304,8 +351,8 @@ func (d *detector) shareUpgrade(a, b *Transaction, rec *Record) *Pattern {
 	var e strings.Builder
 	fmt.Fprintf(&e, "Both transactions hold a shared (S) lock on %s of %s's %s and wait to upgrade it to exclusive (X).\n", recText(rec), w.Table, w.Index)
 	for _, x := range []*Transaction{a, b} {
-		h := heldOn(x, w.Table, w.Index)
-		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, nil), inferredNote(h), lockText(x.Waits))
+		h := d.heldFor(x)
+		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, d.otherWaitRecord(x)), inferredNote(h), lockText(x.Waits))
 	}
 	fmt.Fprintf(&e, "An S lock lets the other S lock in but keeps any X out, so neither can go on. The S locks were taken earlier in each transaction — a SELECT … LOCK IN SHARE MODE / FOR SHARE, or a foreign-key check when a child row was written; the report does not show which. %s", d.victimText())
 	pat.Explanation = e.String()
@@ -320,8 +367,8 @@ func (d *detector) duplicateKey(t *Transaction, l *Lock) *Pattern {
 	var e strings.Builder
 	fmt.Fprintf(&e, "Transaction (%d) %s is an INSERT into %s that found a duplicate key on %s: InnoDB takes a shared (S) lock on the existing record to check it, here %s.\n", t.Number, quoteStmt(t.Query), l.Table, l.Index, lockText(l))
 	for _, x := range d.r.Transactions {
-		h := heldOn(x, x.Waits.Table, x.Waits.Index)
-		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, x.Waits.Index, nil), inferredNote(h), lockText(x.Waits))
+		h := d.heldFor(x)
+		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, x.Waits.Index, d.otherWaitRecord(x)), inferredNote(h), lockText(x.Waits))
 	}
 	fmt.Fprintf(&e, "The S lock of a duplicate check is kept to the end of the transaction and blocks the other's X lock or insert on the same key (typically several sessions inserting the same key while another that inserted it rolls back or deletes it). %s", d.victimText())
 	pat.Explanation = e.String()
@@ -337,11 +384,11 @@ func (d *detector) foreignKey(t *Transaction, l *Lock) *Pattern {
 	var e strings.Builder
 	fmt.Fprintf(&e, "Transaction (%d) %s writes %s but waits for a shared (S) lock on %s's %s (%s): that is InnoDB checking a foreign key from %s to %s, which locks the parent row.\n", t.Number, quoteStmt(t.Query), child, l.Table, l.Index, recText(firstRecord(l)), child, bareTable(l.Table))
 	for _, x := range d.r.Transactions {
-		h := heldOn(x, x.Waits.Table, x.Waits.Index)
+		h := d.heldFor(x)
 		if x.Waits.Kind == TableLock {
 			h = nil
 		}
-		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, x.Waits.Index, nil), inferredNote(h), lockText(x.Waits))
+		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, x.Waits.Index, d.otherWaitRecord(x)), inferredNote(h), lockText(x.Waits))
 	}
 	e.WriteString(d.victimText())
 	pat.Explanation = e.String()
@@ -359,8 +406,8 @@ func (d *detector) foreignKeyUpgrade(a, b *Transaction, rec *Record, child strin
 	var e strings.Builder
 	fmt.Fprintf(&e, "Both transactions hold a shared (S) lock on %s of %s's %s and wait to change that row (X).\n", recText(rec), w.Table, w.Index)
 	for _, x := range []*Transaction{a, b} {
-		h := heldOn(x, w.Table, w.Index)
-		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, nil), inferredNote(h), lockText(x.Waits))
+		h := d.heldFor(x)
+		fmt.Fprintf(&e, "Transaction (%d) %s holds %s%s and waits for %s.\n", x.Number, quoteStmt(x.Query), holdText(h, w.Index, d.otherWaitRecord(x)), inferredNote(h), lockText(x.Waits))
 	}
 	fmt.Fprintf(&e, "The schema has a foreign key from %s to %s: writing to %s checks it by locking the parent row S, which is where these S locks most likely come from (the statements that took them are earlier in each transaction and not in the report). An S lock lets the other S in but keeps any X out, so neither UPDATE can go on. %s", bareTable(child), bareTable(w.Table), bareTable(child), d.victimText())
 	pat.Explanation = e.String()
