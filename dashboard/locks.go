@@ -293,7 +293,7 @@ type locksData struct {
 const maxRecordsShown = 6
 
 func viewLock(l *deadlock.Lock) lockView {
-	v := lockView{Derived: l.Derived}
+	v := lockView{Derived: l.Inferred}
 	if l.Kind == deadlock.TableLock {
 		v.Desc = fmt.Sprintf("table lock %s on %s", l.Mode, l.Table)
 	} else {

@@ -28,40 +28,60 @@ func newDeadlockCmd(c *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newDeadlockDecodeCmd(c))
+	cmd.AddCommand(newDeadlockDecodeCmd(c, false), newDeadlockDecodeCmd(c, true))
 	return cmd
 }
 
-func newDeadlockDecodeCmd(c *app) *cobra.Command {
-	var asJSON, aggregate bool
-	cmd := &cobra.Command{
-		Use:   "decode [FILE|-]",
-		Short: "Decode SHOW ENGINE INNODB STATUS output or an error log of deadlocks",
-		Long: `Decode InnoDB deadlock reports: the LATEST DETECTED DEADLOCK section of
+const deadlockLong = `Decode InnoDB deadlock reports: the LATEST DETECTED DEADLOCK section of
 SHOW ENGINE INNODB STATUS (also as the mysql client prints it, with \n
 escapes), or an error log written with innodb_print_all_deadlocks=ON holding
-many of them. Both MySQL 8's layout and MariaDB's (CONFLICTING WITH) are read.
+many of them, from MySQL 5.0 to 9.x and MariaDB 10 to 11. Pasted reports
+are read too: indented, quoted ("> "), fenced, with CR/LF line ends, blank
+lines between lines, collapsed spaces, or cut off (every complete
+transaction is decoded, with a warning).
 
-For each transaction it prints the statement, what it holds, what it waits
-for (index, record with its fields decoded, lock mode: next-key, rec-not-gap,
-gap or insert-intention), the transaction rolled back, and whether the
-deadlock is the lock-order pattern of two statements taking the same
-secondary index and PRIMARY in opposite order, with the fix.
+For each transaction it prints the statement, what it holds (printed, or
+inferred and marked so where the report does not print it: MySQL 5.7's
+transaction (1), MariaDB's CONFLICTING WITH), what it waits for (index,
+record with its key decoded, lock mode: next-key, rec-not-gap, gap or
+insert-intention), the victim, the waits-for graph and the pattern, with a
+fix for the report's own table and index; or says it recognises none.
+
+Keys are decoded with the columns' types from, in order: the live server
+(--dsn, information_schema), a schema file (--schema FILE: CREATE TABLE
+statements or SHOW CREATE TABLE output), else inferred from the bytes with
+the uncertainty shown.
 
 Input is FILE, or stdin when FILE is - or absent. With --dsn and no FILE it
 reads SHOW ENGINE INNODB STATUS from that MySQL/MariaDB server (PROCESS
-privilege needed); with --dsn, record fields are named after the columns
-information_schema lists for each index (otherwise they are positional).
+privilege needed).`
+
+func newDeadlockDecodeCmd(c *app, aggregateCmd bool) *cobra.Command {
+	var asJSON, aggregate bool
+	var schemaFile string
+	use, short, long := "decode [FILE|-]", "Decode SHOW ENGINE INNODB STATUS output or an error log of deadlocks", deadlockLong+`
 
 With more than one report (an error log) the reports are grouped by table,
-index pair and statement shape, most frequent first (--aggregate=false
-prints each report instead).`,
-		Args: cobra.MaximumNArgs(1),
+index pair, pattern and statement shape, most frequent first
+(--aggregate=false prints each report instead).`
+	if aggregateCmd {
+		use, short = "aggregate [FILE|-]", "Group the deadlocks of an error log by table, indexes, pattern and statement shape"
+		long = `Read every deadlock report in an error log (innodb_print_all_deadlocks=ON)
+and group them by table, index pair, pattern and statement shape (literals,
+negative ones too, become ?), most frequent first, with how often each
+statement was rolled back and when the group was first and last seen.
+
+` + deadlockLong
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			live := cmd.Flags().Changed("dsn")
 			var db *sql.DB
-			if live {
+			if cmd.Flags().Changed("dsn") {
 				d, err := c.OpenDriver(ctx)
 				if err != nil {
 					return err
@@ -72,30 +92,42 @@ prints each report instead).`,
 				}
 				db = d.DB()
 			}
+			var opt deadlock.Options
+			if schemaFile != "" {
+				b, err := os.ReadFile(schemaFile)
+				if err != nil {
+					return fmt.Errorf("read --schema file: %w", err)
+				}
+				sc, err := deadlock.ParseSchema(string(b))
+				if err != nil {
+					return fmt.Errorf("--schema %s: %w", schemaFile, err)
+				}
+				opt.Schema = sc
+			}
+			if db != nil {
+				// The live schema comes first; the file fills in tables
+				// the server does not have.
+				opt.Schema = liveSchema(ctx, db, opt.Schema)
+			}
 			text, source, err := c.deadlockInput(ctx, cmd.InOrStdin(), db, args)
 			if err != nil {
 				return err
 			}
-			reports, perr := deadlock.ParseString(text)
+			reports, perr := deadlock.Decode(text, opt)
 			if len(reports) == 0 {
 				if errors.Is(perr, deadlock.ErrNoReport) && db != nil && len(args) == 0 {
 					fmt.Fprintln(c.Stdout, "no deadlock: SHOW ENGINE INNODB STATUS has no LATEST DETECTED DEADLOCK section (none since the server started)")
 					return nil
 				}
-				return fmt.Errorf("decode %s: %w", source, perr)
+				return deadlockInputError(source, perr)
 			}
 			if perr != nil {
 				// Keep what decoded: one garbled block in a long error log
 				// should not hide the others.
-				fmt.Fprintf(c.Stderr, "warning: %s: some reports were skipped: %v\n", source, perr)
-			}
-			if db != nil {
-				if err := deadlock.NameFields(reports, infoSchemaColumns(ctx, db)); err != nil {
-					return err
-				}
+				fmt.Fprintf(c.Stderr, "warning: %s: %v\n", source, describeDecodeErrors(perr))
 			}
 			if !cmd.Flags().Changed("aggregate") {
-				aggregate = len(reports) > 1
+				aggregate = aggregateCmd || len(reports) > 1
 			}
 			var groups []*deadlock.Group
 			if aggregate {
@@ -130,9 +162,58 @@ prints each report instead).`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decoded reports (and groups) as JSON")
-	cmd.Flags().BoolVar(&aggregate, "aggregate", false, "group reports by table, index pair and statement shape (default: on when there is more than one report)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decoded reports (and groups) as JSON, every field")
+	cmd.Flags().StringVar(&schemaFile, "schema", "", "a file of CREATE TABLE statements (or SHOW CREATE TABLE output) for the reports' tables: keys are decoded with their column types")
+	if !aggregateCmd {
+		cmd.Flags().BoolVar(&aggregate, "aggregate", false, "group reports by table, index pair, pattern and statement shape (default: on when there is more than one report)")
+	}
 	return cmd
+}
+
+// deadlockInputError says in the user's words why nothing decoded.
+func deadlockInputError(source string, err error) error {
+	if errors.Is(err, deadlock.ErrNoReport) {
+		return fmt.Errorf("%s: no deadlock report in the input: expected the LATEST DETECTED DEADLOCK section of SHOW ENGINE INNODB STATUS, an error log with \"Transactions deadlock detected\", or a report starting \"*** (1) TRANSACTION:\"", source)
+	}
+	return fmt.Errorf("%s: no report could be decoded: %v", source, describeDecodeErrors(err))
+}
+
+// describeDecodeErrors lists each unreadable report by its line and what
+// was expected there.
+func describeDecodeErrors(err error) string {
+	var parts []string
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		var pe *deadlock.ParseError
+		var se *deadlock.SchemaError
+		switch {
+		case errors.As(e, &pe):
+			got := ""
+			if pe.Got != "" {
+				got = fmt.Sprintf(" but it holds %q", firstRunes(pe.Got, 80))
+			}
+			parts = append(parts, fmt.Sprintf("the report starting at line %d is skipped: line %d should be %s%s", pe.Report, pe.Line, pe.Expected, got))
+		case errors.As(e, &se):
+			parts = append(parts, fmt.Sprintf("could not read the definition of %s (%v); its keys were decoded from the bytes alone", se.Table, se.Err))
+		default:
+			parts = append(parts, e.Error())
+		}
+	}
+	walk(err)
+	return strings.Join(parts, "; ")
+}
+
+func firstRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // deadlockInput returns the text to decode and a name for it in errors.
@@ -166,80 +247,4 @@ func innodbStatus(ctx context.Context, db *sql.DB) (string, error) {
 		return "", fmt.Errorf("SHOW ENGINE INNODB STATUS: %w", err)
 	}
 	return status, nil
-}
-
-// infoSchemaColumns names index record fields the way InnoDB lays them
-// out: a clustered record is the key columns, DB_TRX_ID, DB_ROLL_PTR, then
-// the other stored columns; a secondary record is the index's columns and
-// then whatever primary-key columns it does not already hold.
-func infoSchemaColumns(ctx context.Context, db *sql.DB) deadlock.ColumnsFunc {
-	return func(table, index string) ([]string, error) {
-		schema, name, ok := strings.Cut(table, ".")
-		if !ok {
-			return nil, nil
-		}
-		pk, err := indexColumns(ctx, db, schema, name, "PRIMARY")
-		if err != nil {
-			return nil, err
-		}
-		if index == "PRIMARY" || index == "GEN_CLUST_INDEX" {
-			if len(pk) == 0 {
-				pk = []string{"DB_ROW_ID"}
-			}
-			rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND EXTRA NOT LIKE '%VIRTUAL%' ORDER BY ORDINAL_POSITION`, schema, name)
-			if err != nil {
-				return nil, fmt.Errorf("columns of %s: %w", table, err)
-			}
-			defer func() { _ = rows.Close() }()
-			out := append(append([]string{}, pk...), "DB_TRX_ID", "DB_ROLL_PTR")
-			for rows.Next() {
-				var col string
-				if err := rows.Scan(&col); err != nil {
-					return nil, err
-				}
-				if !contains(pk, col) {
-					out = append(out, col)
-				}
-			}
-			return out, rows.Err()
-		}
-		cols, err := indexColumns(ctx, db, schema, name, index)
-		if err != nil || len(cols) == 0 {
-			return nil, err
-		}
-		for _, k := range pk {
-			if !contains(cols, k) {
-				cols = append(cols, k)
-			}
-		}
-		return cols, nil
-	}
-}
-
-func indexColumns(ctx context.Context, db *sql.DB, schema, table, index string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
-WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = ? ORDER BY SEQ_IN_INDEX`, schema, table, index)
-	if err != nil {
-		return nil, fmt.Errorf("columns of index %s of %s.%s: %w", index, schema, table, err)
-	}
-	defer func() { _ = rows.Close() }()
-	var out []string
-	for rows.Next() {
-		var col string
-		if err := rows.Scan(&col); err != nil {
-			return nil, err
-		}
-		out = append(out, col)
-	}
-	return out, rows.Err()
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -87,6 +87,33 @@ func TestDeadlockDecodeErrors(t *testing.T) {
 	code, _, errOut = runCLI(t, "deadlock", "decode", filepath.Join(t.TempDir(), "missing.txt"))
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "read deadlock report")
+
+	// A garbled report: the line and what should be there, in words.
+	b, err := os.ReadFile(deadlockTestdata("claim_cancel_mysql84.txt"))
+	require.NoError(t, err)
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	require.NoError(t, os.WriteFile(bad, []byte(strings.Replace(string(b), "page no 13 n bits", "page no 1x3 n bits", 1)), 0o644))
+	code, _, errOut = runCLI(t, "deadlock", "decode", bad)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "the report starting at line 1 is skipped: line 9 should be a whole RECORD LOCKS or TABLE LOCK line")
+	require.NotContains(t, errOut, "strconv")
+
+	schema := filepath.Join(t.TempDir(), "schema.sql")
+	require.NoError(t, os.WriteFile(schema, []byte("SELECT 1"), 0o644))
+	code, _, errOut = runCLI(t, "deadlock", "decode", "--schema", schema, deadlockTestdata("claim_cancel_mysql84.txt"))
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "no CREATE TABLE statement found")
+}
+
+func TestDeadlockAggregateCommand(t *testing.T) {
+	code, out, errOut := runCLI(t, "deadlock", "aggregate", deadlockTestdata("errorlog_mariadb.txt"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "8 deadlock(s) in 5 group(s), most frequent first")
+	require.Contains(t, out, "    seen 2026-11-30 06:27:27 … 2026-11-30 06:27:27\n")
+	// One report is still grouped by the aggregate command.
+	code, out, errOut = runCLI(t, "deadlock", "aggregate", deadlockTestdata("claim_cancel_mysql84.txt"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "1 deadlock(s) in 1 group(s)")
 }
 
 // TestDeadlockDecodeLive makes the claim/cancel deadlock on a throwaway
@@ -191,7 +218,7 @@ func testDeadlockDecodeLive(t *testing.T, rawDSN, format string, derived bool) {
 		require.NotEmpty(t, h.trx.Holds, out)
 		var indexes []string
 		for _, l := range h.trx.Holds {
-			require.Equal(t, derived, l.Derived, "%s report: held lock %s", format, l.Index)
+			require.Equal(t, derived, l.Inferred, "%s report: held lock %s", format, l.Index)
 			indexes = append(indexes, l.Index)
 		}
 		require.Contains(t, indexes, h.index)

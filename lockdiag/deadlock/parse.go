@@ -18,46 +18,65 @@ const (
 	secConflicts         // MariaDB: *** CONFLICTING WITH:
 )
 
-var (
-	reTrxStart  = regexp.MustCompile(`^\*\*\* \((\d{1,4})\) TRANSACTION:\s*$`)
-	reHolds     = regexp.MustCompile(`^\*\*\* \((\d{1,4})\) HOLDS THE LOCK\(S\):\s*$`)
-	reWaitsNum  = regexp.MustCompile(`^\*\*\* \((\d{1,4})\) WAITING FOR THIS LOCK TO BE GRANTED:\s*$`)
-	reWaits     = regexp.MustCompile(`^\*\*\* WAITING FOR THIS LOCK TO BE GRANTED:\s*$`)
-	reConflicts = regexp.MustCompile(`^\*\*\* CONFLICTING WITH:\s*$`)
-	reRollBack  = regexp.MustCompile(`^\*\*\* WE ROLL BACK TRANSACTION \((\d{1,4})\)\s*$`)
-	reTimeLine  = regexp.MustCompile(`^(\d{4}-\d\d-\d\d[ T]\s*\d{1,2}:\d\d:\d\d)(?:\s+(?:0x)?[0-9a-fA-F]+)?\s*$`)
-	reSeparator = regexp.MustCompile(`^(?:-{4,}|={4,})\s*$`)
+// The patterns match the whitespace-collapsed text of a line. Markdown may
+// have eaten or escaped the asterisks, so they are optional.
+const stars = `^(?:\\?\*){0,3} ?`
 
-	reTrxLine  = regexp.MustCompile(`^TRANSACTION (\d+), (ACTIVE(?: \(PREPARED\))?(?: \d+ sec)?|not started|COMMITTED IN MEMORY)\s*(.*)$`)
-	reLockWait = regexp.MustCompile(`(\d+) lock struct\(s\), heap size \d+, (\d+) row lock\(s\)(?:, undo log entries (\d+))?`)
-	reThread   = regexp.MustCompile(`^(?:MySQL|MariaDB) thread id (\d+)`)
+var (
+	reTrxStart     = regexp.MustCompile(stars + `\((\d{1,4})\) ?TRANSACTION:?$`)
+	reTrxUnnumber  = regexp.MustCompile(`^(?:\\?\*){3} ?TRANSACTION:?$`)
+	reHolds        = regexp.MustCompile(stars + `\((\d{1,4})\) ?HOLDS THE LOCK(?:\(S\)|S)?:?$`)
+	reWaitsNum     = regexp.MustCompile(stars + `\((\d{1,4})\) ?WAITING FOR THIS LOCK TO BE GRANTED:?$`)
+	reWaits        = regexp.MustCompile(stars + `WAITING FOR THIS LOCK TO BE GRANTED:?$`)
+	reConflicts    = regexp.MustCompile(stars + `CONFLICTING WITH:?$`)
+	reRollBack     = regexp.MustCompile(stars + `WE ROLL BACK TRANSACTION ?\((\d{1,4})\)`)
+	reTooDeep      = regexp.MustCompile(`TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH`)
+	reTimeLine     = regexp.MustCompile(`^` + reTS + `(?: (?:0x)?[0-9a-fA-F]+)?$`)
+	reSeparator    = regexp.MustCompile(`^(?:-{4,}|={4,})$`)
+	reDeadlockHead = regexp.MustCompile(`(?i)LATEST DETECTED DEADLOCK|transactions deadlock detected`)
+
+	reTrxLine  = regexp.MustCompile(`^TRANSACTION (\d+ \d+|[0-9A-Fa-f]+)(?:,? (.*))?$`)
+	reActive   = regexp.MustCompile(`^(ACTIVE(?: \(PREPARED\))?(?: \d+ sec)?|not started|COMMITTED IN MEMORY)(.*)$`)
+	reOldProc  = regexp.MustCompile(`^,? ?(?:process no \d+, )?(?:OS thread id \d+,? ?)?`)
+	reLockWait = regexp.MustCompile(`(\d+) lock struct\(s\), heap size \d+(?:, (\d+) row lock\(s\))?(?:, undo log entries (\d+))?`)
+	reThread   = regexp.MustCompile(`^(MySQL|MariaDB) thread id (\d+)`)
 	reIsoLevel = regexp.MustCompile(`(?i)isolation level ((?:READ UNCOMMITTED|READ COMMITTED|REPEATABLE READ|SERIALIZABLE))`)
 
-	reRecLocks = regexp.MustCompile("^RECORD LOCKS space id (\\d+) page no (\\d+) n bits \\d+ index `?([^` ]+)`? of table (\\S+)(?: /\\* Partition .*?\\*/)? trx id (\\d+) lock(?:_| )mode (\\S+)( locks rec but not gap| locks gap before rec)?( insert intention)?( waiting)?\\s*$")
-	reTblLock  = regexp.MustCompile(`^TABLE LOCK table (\S+)(?: /\* Partition .*?\*/)? trx id (\d+) lock mode (\S+)( waiting)?\s*$`)
-	reRecord   = regexp.MustCompile(`^Record lock, heap no (\d+)(?: PHYSICAL RECORD: n_fields (\d+); (?:compact|redundant) format(?:; info bits (\d+))?)?\s*$`)
-	reFieldNo  = regexp.MustCompile(`^\s*(\d+):\s`)
-	reField    = regexp.MustCompile(`^\s*(\d+): (?:(SQL NULL);*|len (\d+); hex ([0-9a-fA-F]*)(?:\.\.\.)?; asc (.*))$`)
+	reTrxIDPart = `(\d+ \d+|[0-9A-Fa-f]+)`
+	reRecLocks  = regexp.MustCompile("^RECORD LOCKS space id (\\d+) page no (\\d+) n bits \\d+ index [`\"]?(.+?)[`\"]? of table (\\S+?)(?: /\\* Partition [`\"]?(.+?)[`\"]? \\*/)? trx id " + reTrxIDPart + " lock[_ ]mode (\\S+)( locks rec but not gap| locks gap before rec)?( insert intention)?( waiting)?$")
+	reTblLock   = regexp.MustCompile(`^TABLE LOCK table (\S+?)(?: /\* Partition .+? \*/)? trx id ` + reTrxIDPart + ` lock mode (\S+)( waiting)?$`)
+	reRecord    = regexp.MustCompile(`^Record lock, heap no (\d+)(?: PHYSICAL RECORD: n_fields (\d+); (?:compact|redundant) format(?:; info bits (\d+))?)?;?(.*)$`)
+	reFieldHead = regexp.MustCompile(`^\d+: ?(?:len|SQL NULL)`)
+	reInfoTail  = regexp.MustCompile(`^(?:info )?bits (\d+);?(.*)$`)
+	// The first word of a statement; a line after the thread line that
+	// starts otherwise is the thread line's wrapped tail ("root updating").
+	reSQLStart = regexp.MustCompile(`(?i)^(?:\(|/\*|select|insert|update|delete|replace|with|call|commit|rollback|set|lock|load|alter|create|drop|truncate|do|handler|begin|start|xa|savepoint|release|analyze|optimize|grant|rename|prepare|execute)\b`)
 )
 
 type parser struct {
 	reports []*Report
 	errs    []error
 
-	cur     *Report
-	trx     *Transaction // the transaction whose section is being read
-	sec     section
-	lock    *Lock
-	rec     *Record
-	badLine int // first malformed line of cur, 0 if none
-	badMsg  string
+	cur  *Report
+	trx  *Transaction // the transaction whose section is being read
+	sec  section
+	lock *Lock
+	rec  *Record
+	bad  *ParseError // first malformed line of cur
+	// pending is a RECORD LOCKS / TABLE LOCK line that did not read
+	// whole: a reflowed paste may have wrapped it onto the next line.
+	pending *line
+	// infoCut: the record line was wrapped inside "info bits N".
+	infoCut    bool
+	sawThread  bool // the current transaction's thread line was read
+	lastWasBad bool // the last non-blank line of the input failed to read
 }
 
-func (p *parser) fail(ln line, format string, args ...any) {
-	if p.cur != nil && p.badLine == 0 {
-		p.badLine = ln.no
-		p.badMsg = fmt.Sprintf(format, args...)
+func (p *parser) fail(ln line, expected string) {
+	if p.cur != nil && p.bad == nil {
+		p.bad = &ParseError{Report: p.cur.Line, Line: ln.no, Got: ln.text, Expected: expected}
 	}
+	p.lastWasBad = true
 }
 
 func (p *parser) start(ln line) {
@@ -66,54 +85,62 @@ func (p *parser) start(ln line) {
 }
 
 // finish closes the current report: complete when its WE ROLL BACK line
-// was read, else a truncated one.
+// was read, else cut off.
 func (p *parser) finish(atEOF bool) {
 	r := p.cur
 	if r == nil {
 		return
 	}
-	p.cur, p.trx, p.sec, p.lock, p.rec = nil, nil, secNone, nil, nil
-	bad, msg := p.badLine, p.badMsg
-	p.badLine, p.badMsg = 0, ""
+	if p.pending != nil {
+		pl := *p.pending
+		p.pending = nil
+		if !atEOF {
+			p.fail(pl, "a whole RECORD LOCKS or TABLE LOCK line (space id, page no, index, table, trx id, lock mode)")
+		}
+	}
+	bad := p.bad
+	// A line that failed to read at the very end of the input is where
+	// the paste was cut, not garbage: keep what came before it.
+	if bad != nil && atEOF && p.lastWasBad {
+		bad = nil
+	}
+	p.cur, p.trx, p.sec, p.lock, p.rec, p.bad = nil, nil, secNone, nil, nil, nil
 	if len(r.Transactions) == 0 {
 		// A LATEST DETECTED DEADLOCK header with nothing under it is
 		// not a report; neither is a log line announcing one that was
 		// cut off before its first transaction.
-		if atEOF || bad != 0 {
-			p.errs = append(p.errs, fmt.Errorf("deadlock: report at line %d has no transactions", r.Line))
+		if atEOF || bad != nil {
+			p.errs = append(p.errs, &ParseError{Report: r.Line, Line: r.Line, Expected: "a \"*** (1) TRANSACTION:\" section after the deadlock header; the report has no transactions"})
 		}
+		return
+	}
+	if bad != nil {
+		p.errs = append(p.errs, bad)
 		return
 	}
 	switch {
-	case bad != 0:
-		p.errs = append(p.errs, fmt.Errorf("deadlock: report at line %d: line %d: %s", r.Line, bad, msg))
+	case r.Victim == -1:
+		r.Victim = 0 // MariaDB printed "(0)": it does not say which
+	case r.Victim > 0 && r.Transaction(r.Victim) != nil:
+	case r.Victim > 0:
+		p.errs = append(p.errs, &ParseError{Report: r.Line, Line: r.Line,
+			Expected: fmt.Sprintf("the rolled-back transaction (%d) among the report's transactions", r.Victim)})
 		return
-	case r.Victim == 0:
-		p.errs = append(p.errs, fmt.Errorf("deadlock: report at line %d ends without its \"*** WE ROLL BACK TRANSACTION\" line (truncated?)", r.Line))
-		return
-	case r.Transaction(r.Victim) == nil:
-		p.errs = append(p.errs, fmt.Errorf("deadlock: report at line %d rolls back transaction (%d), which it does not list", r.Line, r.Victim))
-		return
-	}
-	if r.Format == FormatMariaDB {
-		deriveHolds(r)
-	}
-	for _, t := range r.Transactions {
-		t.Query = strings.TrimSpace(t.Query)
-		for _, l := range t.allLocks() {
-			decodeLock(l)
+	case r.TooDeep && len(r.Transactions) == 1:
+		// "WE WILL ROLL BACK FOLLOWING TRANSACTION": the one printed.
+		r.Victim = r.Transactions[0].Number
+	default:
+		r.Truncated = true
+		// Keep every transaction whose locks were printed; one cut off
+		// in its header says nothing about locks.
+		last := r.Transactions[len(r.Transactions)-1]
+		if last.Waits == nil && len(last.Holds) == 0 && len(r.Transactions) > 1 {
+			r.Transactions = r.Transactions[:len(r.Transactions)-1]
 		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the report at line %d is cut off after transaction (%d): it has no \"*** WE ROLL BACK TRANSACTION\" line, so the victim is unknown and anything after it is missing",
+			r.Line, r.Transactions[len(r.Transactions)-1].Number))
 	}
-	r.Pattern = detectPattern(r)
 	p.reports = append(p.reports, r)
-}
-
-func (t *Transaction) allLocks() []*Lock {
-	out := append([]*Lock{}, t.Holds...)
-	if t.Waits != nil {
-		out = append(out, t.Waits)
-	}
-	return append(out, t.Conflicts...)
 }
 
 func atoi(s string) int {
@@ -125,44 +152,58 @@ func atoi(s string) int {
 }
 
 func (p *parser) line(ln line) {
-	t := ln.text
-	switch {
-	case strings.Contains(t, "LATEST DETECTED DEADLOCK"),
-		strings.Contains(t, "Transactions deadlock detected"):
-		p.start(ln)
+	if ln.foreign {
 		return
-	case p.cur == nil && !strings.HasPrefix(t, "*** ("):
-		return // outside any report: the rest of the status output
 	}
-	if m := reTrxStart.FindStringSubmatch(t); m != nil {
-		n := atoi(m[1])
-		if p.cur == nil || p.cur.Victim != 0 || (n == 1 && len(p.cur.Transactions) > 0) {
-			p.start(ln)
-		}
-		if p.cur.Time == "" {
-			p.cur.Time = ln.ts
-		}
-		if p.cur.Transaction(n) != nil {
-			p.fail(ln, "transaction (%d) listed twice", n)
+	t := ln.text
+	if t == "" {
+		return
+	}
+	p.lastWasBad = false
+	if p.pending != nil {
+		pl := *p.pending
+		p.pending = nil
+		joined := pl
+		joined.text = pl.text + " " + t
+		if p.lockHeader(joined, true) {
 			return
 		}
-		p.trx = &Transaction{Number: n}
-		p.cur.Transactions = append(p.cur.Transactions, p.trx)
-		p.sec, p.lock, p.rec = secHeader, nil, nil
+		p.fail(pl, "a whole RECORD LOCKS or TABLE LOCK line (space id, page no, index, table, trx id, lock mode)")
+	}
+	switch {
+	case reDeadlockHead.MatchString(t):
+		if p.cur == nil || len(p.cur.Transactions) > 0 || p.cur.Victim != 0 {
+			p.start(ln)
+		}
+		return
+	case reTooDeep.MatchString(t):
+		if p.cur == nil || len(p.cur.Transactions) > 0 {
+			p.start(ln)
+		}
+		p.cur.TooDeep = true
+		return
+	}
+	if m := reTrxStart.FindStringSubmatch(t); m != nil {
+		p.newTrx(ln, atoi(m[1]))
+		return
+	}
+	if reTrxUnnumber.MatchString(t) {
+		p.newTrx(ln, 1)
 		return
 	}
 	if p.cur == nil {
-		return
+		return // outside any report: the rest of the status output
 	}
-	if p.cur.Time == "" {
-		if m := reTimeLine.FindStringSubmatch(t); m != nil && len(p.cur.Transactions) == 0 {
+	if p.cur.Time == "" && len(p.cur.Transactions) == 0 {
+		if m := reTimeLine.FindStringSubmatch(t); m != nil {
 			p.cur.Time = m[1]
 			return
 		}
-		p.cur.Time = ln.ts
 	}
 	if m := reRollBack.FindStringSubmatch(t); m != nil {
-		p.cur.Victim = atoi(m[1])
+		if p.cur.Victim = atoi(m[1]); p.cur.Victim == 0 {
+			p.cur.Victim = -1
+		}
 		p.finish(false)
 		return
 	}
@@ -181,20 +222,20 @@ func (p *parser) line(ln line) {
 		return
 	}
 	if reWaits.MatchString(t) || reConflicts.MatchString(t) {
-		p.cur.Format = FormatMariaDB
 		if p.trx == nil {
-			p.fail(ln, "%q before any transaction", strings.TrimSpace(t))
+			p.fail(ln, "a \"*** (n) TRANSACTION:\" section before it")
 			return
 		}
 		s := secWaits
 		if reConflicts.MatchString(t) {
 			s = secConflicts
+			p.cur.Format = FormatMariaDB
 		}
 		p.enter(ln, p.trx.Number, s)
 		return
 	}
 	if strings.HasPrefix(t, "*** ") {
-		p.fail(ln, "unknown section %q", strings.TrimSpace(t))
+		p.fail(ln, "a known section (\"*** (n) TRANSACTION:\", \"HOLDS THE LOCK(S):\", \"WAITING FOR THIS LOCK TO BE GRANTED:\", \"CONFLICTING WITH:\" or \"WE ROLL BACK TRANSACTION (n)\")")
 		return
 	}
 	switch p.sec {
@@ -205,10 +246,26 @@ func (p *parser) line(ln line) {
 	}
 }
 
+func (p *parser) newTrx(ln line, n int) {
+	if p.cur == nil || p.cur.Victim != 0 || (n == 1 && len(p.cur.Transactions) > 0) {
+		p.start(ln)
+	}
+	if p.cur.Time == "" {
+		p.cur.Time = ln.ts
+	}
+	if p.cur.Transaction(n) != nil {
+		p.fail(ln, fmt.Sprintf("transaction (%d) listed once", n))
+		return
+	}
+	p.trx = &Transaction{Number: n}
+	p.cur.Transactions = append(p.cur.Transactions, p.trx)
+	p.sec, p.lock, p.rec, p.sawThread = secHeader, nil, nil, false
+}
+
 func (p *parser) enter(ln line, n int, s section) {
 	t := p.cur.Transaction(n)
 	if t == nil {
-		p.fail(ln, "section for transaction (%d), which the report does not list", n)
+		p.fail(ln, fmt.Sprintf("a section of a transaction the report lists, not of (%d)", n))
 		return
 	}
 	p.trx, p.sec, p.lock, p.rec = t, s, nil, nil
@@ -216,124 +273,155 @@ func (p *parser) enter(ln line, n int, s section) {
 
 func (p *parser) headerLine(ln line) {
 	t := p.trx
-	s := strings.TrimSpace(ln.text)
+	s := ln.text
 	if m := reIsoLevel.FindStringSubmatch(s); m != nil {
 		t.Isolation = strings.ToUpper(m[1])
 	}
 	switch {
-	case s == "" || isElision(s):
-	case strings.HasPrefix(s, "TRANSACTION "):
+	case isElision(s):
+	case strings.HasPrefix(s, "TRANSACTION ") && t.idText == "" && !p.sawThread:
 		m := reTrxLine.FindStringSubmatch(s)
 		if m == nil {
-			p.fail(ln, "cannot read transaction line %q", s)
+			p.fail(ln, "a transaction line like \"TRANSACTION 1234, ACTIVE 0 sec starting index read\"")
 			return
 		}
-		id, err := strconv.ParseUint(m[1], 10, 64)
-		if err != nil {
-			p.fail(ln, "transaction id %q: %v", m[1], err)
-			return
+		t.idText = m[1]
+		rest := m[2]
+		if a := reActive.FindStringSubmatch(rest); a != nil {
+			t.Active = a[1]
+			rest = a[2]
 		}
-		t.TrxID, t.Active, t.State = id, m[2], strings.TrimSpace(strings.TrimPrefix(m[3], ","))
+		rest = reOldProc.ReplaceAllString(rest, "")
+		t.State = strings.TrimSpace(strings.Trim(strings.TrimSpace(rest), ","))
 	case strings.HasPrefix(s, "mysql tables in use"):
-	case strings.Contains(s, "heap size") && reLockWait.MatchString(s):
+	case strings.Contains(s, "lock struct(s)") && reLockWait.MatchString(s):
 		m := reLockWait.FindStringSubmatch(s)
 		t.LockStructs, t.RowLocks, t.UndoEntries = atoi(m[1]), atoi(m[2]), atoi(m[3])
-	case reThread.MatchString(s):
+	case reThread.MatchString(s) && !p.sawThread:
 		m := reThread.FindStringSubmatch(s)
-		id, err := strconv.ParseUint(m[1], 10, 64)
+		id, err := strconv.ParseUint(m[2], 10, 64)
 		if err != nil {
-			p.fail(ln, "thread id %q: %v", m[1], err)
+			p.fail(ln, "a thread id that fits 64 bits")
 			return
 		}
-		t.ThreadID = id
-		if strings.HasPrefix(s, "MariaDB") {
+		t.ThreadID, p.sawThread = id, true
+		if m[1] == "MariaDB" {
 			p.cur.Format = FormatMariaDB
 		}
-	case strings.HasPrefix(s, "Trx read view") || strings.HasPrefix(s, "Trx #rec lock"):
+	case strings.HasPrefix(s, "Trx read view") || strings.HasPrefix(s, "Trx #rec lock") ||
+		strings.HasPrefix(s, "Trx total rec lock") || strings.HasPrefix(s, "Trx has approximately"):
+	case t.Query == "" && p.sawThread && !reSQLStart.MatchString(s) && len(strings.Fields(s)) <= 4 && !strings.ContainsAny(s, "=(`'"):
+		// The thread line wrapped by a paste: "… localhost" / "root updating".
 	default:
 		// Whatever else follows the thread line is the statement, which
 		// may span lines.
 		if t.Query != "" {
 			t.Query += "\n"
 		}
-		t.Query += strings.TrimRight(ln.text, " \t")
+		t.Query += ln.raw
 	}
 }
 
-func (p *parser) lockLine(ln line) {
-	s := strings.TrimRight(ln.text, " \t")
-	trim := strings.TrimSpace(s)
+// lockHeader reads a RECORD LOCKS or TABLE LOCK line; quiet: report
+// nothing when it does not read (the caller decides).
+func (p *parser) lockHeader(ln line, quiet bool) bool {
+	t := ln.text
 	switch {
-	case trim == "" || isElision(trim):
-		return
-	case strings.HasPrefix(trim, "RECORD LOCKS "):
-		m := reRecLocks.FindStringSubmatch(trim)
+	case strings.HasPrefix(t, "RECORD LOCKS "):
+		m := reRecLocks.FindStringSubmatch(t)
 		if m == nil {
-			p.fail(ln, "cannot read record lock line %q", trim)
-			return
+			return false
 		}
-		var nums [3]uint64
-		for i, v := range []string{m[1], m[2], m[5]} {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				p.fail(ln, "number %q: %v", v, err)
-				return
+		space, err1 := strconv.ParseUint(m[1], 10, 64)
+		page, err2 := strconv.ParseUint(m[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			if !quiet {
+				p.fail(ln, "space id and page no that fit 64 bits")
 			}
-			nums[i] = n
+			return true
 		}
-		l := &Lock{Space: nums[0], Page: nums[1], Index: m[3], Table: unquoteTable(m[4]), TrxID: nums[2],
-			Mode: m[6], Kind: lockKind(m[7], m[8]), Waiting: m[9] != ""}
-		p.addLock(l)
-	case strings.HasPrefix(trim, "TABLE LOCK "):
-		m := reTblLock.FindStringSubmatch(trim)
+		p.addLock(&Lock{Space: space, Page: page, Index: m[3], Table: unquoteTable(m[4]), Partition: m[5], idText: m[6],
+			Mode: m[7], Kind: lockKind(m[8], m[9]), Waiting: m[10] != ""})
+		return true
+	case strings.HasPrefix(t, "TABLE LOCK "):
+		m := reTblLock.FindStringSubmatch(t)
 		if m == nil {
-			p.fail(ln, "cannot read table lock line %q", trim)
+			return false
+		}
+		p.addLock(&Lock{Table: unquoteTable(m[1]), idText: m[2], Mode: m[3], Kind: TableLock, Waiting: m[4] != ""})
+		return true
+	}
+	return false
+}
+
+func (p *parser) lockLine(ln line) {
+	t := ln.text
+	if p.infoCut {
+		p.infoCut = false
+		if m := reInfoTail.FindStringSubmatch(t); m != nil && p.rec != nil {
+			p.rec.InfoBits = atoi(m[1])
+			p.rec.Deleted = p.rec.InfoBits&32 != 0
+			if rest := strings.TrimSpace(m[2]); rest != "" {
+				p.fields(ln, rest)
+			}
 			return
 		}
-		id, err := strconv.ParseUint(m[2], 10, 64)
-		if err != nil {
-			p.fail(ln, "trx id %q: %v", m[2], err)
-			return
+	}
+	switch {
+	case isElision(t):
+		return
+	case strings.HasPrefix(t, "RECORD LOCKS ") || strings.HasPrefix(t, "TABLE LOCK "):
+		if !p.lockHeader(ln, false) {
+			// Maybe wrapped: try it joined with the next line.
+			l := ln
+			p.pending = &l
+			p.lastWasBad = true
 		}
-		p.addLock(&Lock{Table: unquoteTable(m[1]), TrxID: id, Mode: m[3], Kind: TableLock, Waiting: m[4] != ""})
-	case strings.HasPrefix(trim, "Record lock,"):
-		m := reRecord.FindStringSubmatch(trim)
+	case strings.HasPrefix(t, "Record lock,"):
+		m := reRecord.FindStringSubmatch(t)
 		if m == nil {
-			p.fail(ln, "cannot read record line %q", trim)
+			p.fail(ln, "a record line like \"Record lock, heap no 2 PHYSICAL RECORD: n_fields 3; compact format; info bits 0\"")
 			return
 		}
 		if p.lock == nil || p.lock.Kind == TableLock {
-			p.fail(ln, "record without a RECORD LOCKS line before it")
+			p.fail(ln, "a RECORD LOCKS line before the record")
 			return
 		}
 		heap, err := strconv.ParseUint(m[1], 10, 64)
 		if err != nil {
-			p.fail(ln, "heap no %q: %v", m[1], err)
+			p.fail(ln, "a heap no that fits 64 bits")
 			return
 		}
-		p.rec = &Record{HeapNo: heap, InfoBits: atoi(m[3])}
+		bits := atoi(m[3])
+		p.rec = &Record{HeapNo: heap, NFields: atoi(m[2]), InfoBits: bits, Deleted: bits&32 != 0}
 		p.lock.Records = append(p.lock.Records, p.rec)
-	case reFieldNo.MatchString(s):
-		m := reField.FindStringSubmatch(s)
-		if m == nil {
-			p.fail(ln, "cannot read record field %q", trim)
-			return
+		rest := strings.TrimSpace(m[4])
+		switch {
+		case rest == "info" || rest == "info bits" || rest == "; info" || rest == "; info bits":
+			p.infoCut = true
+		case rest != "":
+			p.fields(ln, rest)
 		}
-		if p.rec == nil {
-			p.fail(ln, "record field without a \"Record lock\" line before it")
-			return
-		}
-		f, err := parseField(m)
-		if err != nil {
-			p.fail(ln, "%v", err)
-			return
-		}
-		p.rec.Fields = append(p.rec.Fields, f)
+	case reFieldHead.MatchString(t):
+		p.fields(ln, t)
 	default:
-		// Anything else (another thread's log line in an error log, a
-		// "TOO DEEP" note) is not part of a lock; skipping it keeps
-		// the rest of the report.
+		// Anything else (a "TOO DEEP" note, another thread's line in an
+		// error log, a record's text wrapped by a paste) is not part of a
+		// lock; skipping it keeps the rest of the report.
 	}
+}
+
+func (p *parser) fields(ln line, t string) {
+	if p.rec == nil {
+		p.fail(ln, "a \"Record lock, heap no N\" line before the record's fields")
+		return
+	}
+	fs, err := parseFields(t)
+	if err != nil {
+		p.fail(ln, err.Error())
+		return
+	}
+	p.rec.Fields = append(p.rec.Fields, fs...)
 }
 
 func (p *parser) addLock(l *Lock) {
@@ -351,25 +439,6 @@ func (p *parser) addLock(l *Lock) {
 	}
 }
 
-func parseField(m []string) (Field, error) {
-	f := Field{Pos: atoi(m[1])}
-	if m[2] != "" {
-		f.Null, f.Type, f.Value = true, "null", "NULL"
-		return f, nil
-	}
-	n, err := strconv.Atoi(m[3])
-	if err != nil {
-		return f, fmt.Errorf("field length %q: %v", m[3], err)
-	}
-	if len(m[4])%2 != 0 {
-		return f, fmt.Errorf("field %d: odd number of hex digits", f.Pos)
-	}
-	f.Len, f.Hex = n, strings.ToLower(m[4])
-	// Long fields are cut: MySQL prints 30 bytes then "(total N bytes)".
-	f.Truncated = len(f.Hex)/2 < n || strings.Contains(m[5], "(total ")
-	return f, nil
-}
-
 func lockKind(which, insert string) Kind {
 	switch {
 	case insert != "":
@@ -382,7 +451,11 @@ func lockKind(which, insert string) Kind {
 	return NextKey
 }
 
-// unquoteTable turns `db`.`t` into db.t.
+// unquoteTable turns `db`.`t` (and 5.0's `db/t`) into db.t.
 func unquoteTable(s string) string {
-	return strings.ReplaceAll(s, "`", "")
+	s = strings.NewReplacer("`", "", `"`, "").Replace(s)
+	if !strings.Contains(s, ".") {
+		s = strings.Replace(s, "/", ".", 1)
+	}
+	return s
 }

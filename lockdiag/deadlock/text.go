@@ -18,12 +18,24 @@ func (r *Report) WriteText(w io.Writer) error {
 		when = ", " + strings.Join(strings.Fields(r.Time), " ")
 	}
 	ew.printf("Deadlock (%s report, line %d%s)\n", r.Format, r.Line, when)
+	for _, wn := range r.Warnings {
+		ew.printf("warning: %s\n", wn)
+	}
+	switch r.SchemaSource {
+	case "":
+		ew.printf("Keys: column types inferred from the bytes (give --schema or --dsn for exact values)\n")
+	default:
+		ew.printf("Keys: column types from the %s\n", r.SchemaSource)
+	}
 	for _, t := range r.Transactions {
 		victim := ""
 		if t.Number == r.Victim {
 			victim = "  ← ROLLED BACK"
 		}
 		ew.printf("\nTransaction (%d)  trx %d", t.Number, t.TrxID)
+		if t.TrxIDPrinted != "" {
+			ew.printf(" (printed %s)", t.TrxIDPrinted)
+		}
 		if t.ThreadID != 0 {
 			ew.printf(", thread %d", t.ThreadID)
 		}
@@ -44,8 +56,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		for _, l := range t.Holds {
 			src := ""
-			if l.Derived {
-				src = "  [from the other transaction's CONFLICTING WITH]"
+			if l.Inferred {
+				src = "  [inferred: " + l.InferredFrom + "]"
 			}
 			ew.printf("  holds:     %s%s\n", l.describe(), src)
 			writeRecords(ew, l)
@@ -57,15 +69,39 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if v := r.Transaction(r.Victim); v != nil {
 		ew.printf("\nVictim: (%d) %s\n", v.Number, quoteStmt(v.Query))
+	} else {
+		ew.printf("\nVictim: not stated in the report\n")
+	}
+	if len(r.Graph) > 0 {
+		ew.printf("\nWaits-for graph:\n")
+		for _, e := range r.Graph {
+			mark := ""
+			if e.Inferred {
+				mark = "  [inferred: " + e.Via + "]"
+			}
+			ew.printf("  (%d) → (%d)  waits for %s%s\n", e.From, e.To, e.describe(), mark)
+		}
+		if c := r.CycleString(); c != "" {
+			ew.printf("  cycle: %s\n", c)
+		}
 	}
 	if p := r.Pattern; p != nil {
-		ew.printf("\nPattern: %s on %s (%s vs PRIMARY)\n", p.Name, p.Table, p.Secondary)
+		ew.printf("\nPattern: %s", p.Name)
+		if p.Table != "" {
+			ew.printf(" on %s", p.Table)
+		}
+		if p.Name == PatternOppositeIndexOrder {
+			ew.printf(" (%s vs PRIMARY)", p.Secondary)
+		} else if p.Index != "" {
+			ew.printf(" (index %s)", p.Index)
+		}
+		ew.printf("\n")
 		for _, ln := range strings.Split(p.Explanation, "\n") {
 			ew.printf("  %s\n", ln)
 		}
 		ew.printf("Fix: %s\n", p.Fix)
 	} else {
-		ew.printf("\nPattern: none recognised (not the same two indexes of one table in opposite order)\n")
+		ew.printf("\nPattern: not recognised (the locks above do not prove any of the known shapes; no fix is guessed)\n")
 	}
 	return ew.err
 }
@@ -84,6 +120,9 @@ func writeRecords(ew *errWriter, l *Lock) {
 			return
 		}
 		ew.printf("             heap no %d: %s\n", rec.HeapNo, rec.String())
+		for _, n := range rec.notes() {
+			ew.printf("               note: %s\n", n)
+		}
 	}
 }
 
@@ -99,14 +138,16 @@ func WriteAggregate(w io.Writer, total int, groups []*Group) error {
 		}
 		ew.printf("\n")
 		if g.First != "" {
-			ew.printf("    seen %s … %s\n", strings.Join(strings.Fields(g.First), " "), strings.Join(strings.Fields(g.Last), " "))
+			ew.printf("    seen %s … %s\n", g.First, g.Last)
 		}
 		for _, s := range g.Statements {
 			ew.printf("    %s   (rolled back %d×)\n", s, g.Victims[s])
 		}
 		if p := g.Example.Pattern; p != nil {
-			if t := g.Example.Transaction(p.SecondaryFirst); t != nil {
-				ew.printf("    took %s before PRIMARY: %s\n", p.Secondary, Shape(t.Query))
+			if p.Name == PatternOppositeIndexOrder {
+				if t := g.Example.Transaction(p.SecondaryFirst); t != nil {
+					ew.printf("    took %s before PRIMARY: %s\n", p.Secondary, Shape(t.Query))
+				}
 			}
 			ew.printf("    fix (numbers as in the first occurrence below): %s\n", p.Fix)
 		}

@@ -1,0 +1,5 @@
+CREATE TABLE `seat` (
+  `id` int NOT NULL,
+  `taken_by` varchar(8) DEFAULT NULL,
+  PRIMARY KEY (`id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci;

@@ -1,0 +1,5 @@
+CREATE TABLE `slot` (
+  `id` int(11) NOT NULL,
+  `owner` varchar(20) NOT NULL,
+  PRIMARY KEY (`id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci;

@@ -1,0 +1,5 @@
+CREATE TABLE `item` (
+  `id` char(10) NOT NULL,
+  `n` int(11) NOT NULL,
+  PRIMARY KEY (`id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci;

@@ -1,0 +1,6 @@
+CREATE TABLE `event` (
+  `id` int(10) unsigned NOT NULL,
+  `at` datetime(6) NOT NULL,
+  PRIMARY KEY (`id`),
+  KEY `idx_at` (`at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci;

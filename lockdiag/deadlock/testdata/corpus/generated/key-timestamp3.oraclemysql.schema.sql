@@ -1,0 +1,5 @@
+CREATE TABLE `item` (
+  `id` timestamp(3) NOT NULL,
+  `n` int NOT NULL,
+  PRIMARY KEY (`id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci;

@@ -1,0 +1,1 @@
+create table t1 (id int primary key, f1 int);

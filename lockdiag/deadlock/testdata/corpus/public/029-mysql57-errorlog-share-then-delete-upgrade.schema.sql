@@ -1,0 +1,1 @@
+CREATE TABLE d (i INT, PRIMARY KEY (i)) ENGINE = InnoDB;
