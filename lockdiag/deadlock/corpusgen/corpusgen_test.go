@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,10 +34,7 @@ const database = "corpus"
 func servers() []server {
 	return []server{
 		{name: "mariadb", flavor: lockview.MariaDB, admin: testdb.MySQLAdminDSN, log: testdb.MySQLErrorLog, errorLogDecodes: true},
-		// The current decoder finds no report in MySQL 8's error log (the
-		// "[InnoDB]  ***" prefix, issue 17's first family): switch
-		// errorLogDecodes on once the rewritten decoder reads it.
-		{name: "oraclemysql", flavor: lockview.MySQL, admin: testdb.OracleMySQLAdminDSN, log: testdb.OracleMySQLErrorLog},
+		{name: "oraclemysql", flavor: lockview.MySQL, admin: testdb.OracleMySQLAdminDSN, log: testdb.OracleMySQLErrorLog, errorLogDecodes: true},
 	}
 }
 
@@ -92,7 +90,9 @@ func checkScenario(ctx context.Context, t *testing.T, srv server, admin *sql.DB,
 	r := play(ctx, t, srv, admin, sc)
 	require.Len(t, r.victims, 1, "exactly one session must get error %d", sc.victimError())
 
-	reports, err := deadlock.ParseString(r.report)
+	schema, err := deadlock.ParseSchema(r.schema)
+	require.NoError(t, err, "the server's own SHOW CREATE TABLE")
+	reports, err := deadlock.Decode(r.report, deadlock.Options{Schema: schema})
 	require.NoError(t, err, "decoding:\n%s", r.report)
 	require.Len(t, reports, 1, "reports in:\n%s", r.report)
 	rep := reports[0]
@@ -126,7 +126,7 @@ func checkScenario(ctx context.Context, t *testing.T, srv server, admin *sql.DB,
 	require.Equal(t, sc.pattern, sc2.Pattern, "the sidecar's pattern")
 	// The live report: everything but the transaction ids, which differ
 	// from run to run.
-	compareReport(t, rep, sc2, checks{anyOrder: sc.racy != ""})
+	compareReport(t, rep, sc2, checks{anyOrder: sc.racy != "", keys: true, pattern: true, holds: true})
 	// The committed report the sidecar was written from, ids included.
 	checkCommitted(t, base+".txt", sc2)
 	if sc.errorLog && srv.errorLogDecodes {
@@ -140,10 +140,16 @@ func checkCommitted(t *testing.T, path string, sc sidecar) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	reports, err := deadlock.ParseString(string(b))
+	var opt deadlock.Options
+	if s, err := os.ReadFile(strings.TrimSuffix(path, ".txt") + ".schema.sql"); err == nil {
+		schema, err := deadlock.ParseSchema(string(s))
+		require.NoError(t, err, path)
+		opt.Schema = schema
+	}
+	reports, err := deadlock.Decode(string(b), opt)
 	require.NoError(t, err, path)
 	require.Len(t, reports, 1, path)
-	compareReport(t, reports[0], sc, checks{trxIDs: true})
+	compareReport(t, reports[0], sc, checks{trxIDs: true, keys: true, pattern: true, holds: true})
 }
 
 func writeFile(t *testing.T, path, content string) {
