@@ -280,6 +280,8 @@ func (c *Catalog) LockClass(s Statement) string {
 		return "insert: new rows only"
 	case !s.Locks:
 		return "no row locks (consistent read)"
+	case s.Table == "lockstep_job_deps":
+		return "workflow edges of the given jobs, by the primary key's leading column, after those jobs' rows"
 	case s.Finds == RunsPrimary && strings.Contains(s.SQL, "SHARE"):
 		return "one run row by primary key, shared"
 	case s.Finds == RunsPrimary:
@@ -288,6 +290,8 @@ func (c *Catalog) LockClass(s Statement) string {
 		return "job rows by primary key in ascending id order (a locking read that fixes the order)"
 	case s.IDList:
 		return "job rows by primary key in ascending id order, then their entries in the changed indexes"
+	case len(s.Changes) == 0:
+		return "one job row by primary key (no indexed column changes)"
 	default:
 		return "one job row by primary key, then its entries in the changed indexes"
 	}

@@ -18,17 +18,19 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.Regexp(t, `(?m)^0001\s+init\s+pending\s+-$`, out)
 	require.Regexp(t, `(?m)^0002\s+queue_status\s+pending\s+-$`, out)
 	require.Regexp(t, `(?m)^0003\s+job_features\s+pending\s+-$`, out)
+	require.Regexp(t, `(?m)^0004\s+workflows\s+pending\s+-$`, out)
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "up")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "applied  0001_init")
 	require.Contains(t, out, "applied  0002_queue_status")
 	require.Contains(t, out, "applied  0003_job_features")
-	require.Contains(t, out, "schema is at version 3")
+	require.Contains(t, out, "applied  0004_workflows")
+	require.Contains(t, out, "schema is at version 4")
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "up")
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "schema is up to date (version 3)")
+	require.Contains(t, out, "schema is up to date (version 4)")
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "status")
 	require.Equal(t, 0, code, errOut)
@@ -40,7 +42,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	var st []statusJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
-	require.Len(t, st, 3)
+	require.Len(t, st, 4)
 	require.Equal(t, 1, st[0].Version)
 	require.Equal(t, "init", st[0].Name)
 	require.True(t, st[0].Applied)
@@ -48,8 +50,14 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.True(t, st[1].Applied)
 	require.Equal(t, 3, st[2].Version)
 	require.True(t, st[2].Applied)
+	require.Equal(t, 4, st[3].Version)
+	require.True(t, st[3].Applied)
 
 	// down reverts one migration at a time, newest first.
+	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "reverted 0004_workflows")
+	require.Contains(t, out, "schema is at version 3")
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "reverted 0003_job_features")
@@ -70,6 +78,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	require.Nil(t, st[0].AppliedAt)
 	require.False(t, st[1].Applied)
 	require.False(t, st[2].Applied)
+	require.False(t, st[3].Applied)
 
 	code, out, errOut = runCLI(t, "--dsn", dsn, "migrate", "down", "--steps", "3")
 	require.Equal(t, 0, code, errOut)
@@ -93,7 +102,9 @@ func TestMigratePrintNeedsNoDatabase(t *testing.T) {
 			require.Contains(t, out, "-- lockstep migration 0001_init (up)")
 			require.Contains(t, out, "CREATE TABLE")
 			require.Contains(t, out, "lockstep_jobs_claim")
-			require.NotContains(t, out, "DROP TABLE")
+			// Up migrations only: no down file's header. (SQLite's
+			// workflows migration drops a table, the one it rebuilt.)
+			require.NotContains(t, out, "(down)")
 
 			code, out, errOut = runCLI(t, "migrate", "print", "--dialect", dialect, "--down")
 			require.Equal(t, 0, code, errOut)

@@ -68,6 +68,32 @@ var (
 	}}
 )
 
+// The workflow's writers (loadWorkflow's run 3).
+func finishFlow(id int64, status rowtype.JobStatus) op {
+	return op{fmt.Sprintf("finish %s %d (with dependents)", status, id), func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: id, Attempt: 1, Status: status, Error: "boom", RunID: runOfFlow, Dependents: 1})
+		return err
+	}}
+}
+
+var (
+	cancelRunOfFlow = op{"cancel run 3", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.RunCancel(ctx, runOfFlow)
+		return err
+	}}
+	cancelFlowJob = op{"cancel job 2997 (with dependents)", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobCancel(ctx, flowRunA)
+		return err
+	}}
+	retryFlowFailed = op{"retry job 2995 (revives 2996)", func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobRetry(ctx, flowFailed)
+		if errors.Is(err, rowtype.ErrRunCancelled) {
+			return nil // the run was cancelled first: refused, as it must be
+		}
+		return err
+	}}
+)
+
 // uniqueKey is the fixture's unique key of job id (every job has its own,
 // held while PENDING or RUNNING).
 func uniqueKey(id int64) string { return fmt.Sprintf("%064x", id) }
@@ -136,7 +162,7 @@ func runSettled(run int64) func(t *testing.T, s server) {
 	return func(t *testing.T, s server) {
 		counts, err := s.drv.Executor().RunCounts(context.Background(), run)
 		require.NoError(t, err)
-		require.Zero(t, counts[rowtype.StatusPending]+counts[rowtype.StatusRunning], "run %d still has live jobs after its cancel: %v", run, counts)
+		require.Zero(t, counts[rowtype.StatusWaiting]+counts[rowtype.StatusPending]+counts[rowtype.StatusRunning], "run %d still has live jobs after its cancel: %v", run, counts)
 	}
 }
 
@@ -151,6 +177,34 @@ func pairs() []pair {
 			pair{a: f, b: reap, bWaits: true},
 		)
 	}
+	doneA, doneB := finishFlow(flowRunA, rowtype.StatusDone), finishFlow(flowRunB, rowtype.StatusDone)
+	failA := finishFlow(flowRunA, rowtype.StatusFailed)
+	out = append(out,
+		// Workflows: the two dependencies of one job ending together, in
+		// both orders and with a failure; each against the run's cancel,
+		// the dependency's own cancel, the retry that revives, and
+		// retention. The run row comes first (shared by an end, exclusive
+		// by a cancel or a reviving retry), then the ending job, then its
+		// dependents by primary key upwards.
+		pair{a: doneA, b: doneB, bWaits: true, checkEnd: finalIs(flowJoin, rowtype.StatusPending)},
+		pair{a: doneB, b: doneA, bWaits: true, checkEnd: finalIs(flowJoin, rowtype.StatusPending)},
+		pair{a: failA, b: doneB, bWaits: true, checkEnd: finalIs(flowJoin, rowtype.StatusCancelled)},
+		pair{a: doneB, b: failA, bWaits: true, checkEnd: finalIs(flowJoin, rowtype.StatusCancelled)},
+		pair{a: cancelFlowJob, b: doneB, bWaits: true, checkEnd: finalIs(flowJoin, rowtype.StatusCancelled)},
+		pair{a: doneB, b: cancelFlowJob, bWaits: true, checkEnd: finalIs(flowJoin, rowtype.StatusCancelled)},
+		pair{a: doneA, b: cancelRunOfFlow, bWaits: true, checkEnd: runSettled(runOfFlow)},
+		pair{a: cancelRunOfFlow, b: doneA, bWaits: true, checkEnd: finalIs(flowRunA, rowtype.StatusCancelled)},
+		pair{a: failA, b: cancelRunOfFlow, bWaits: true, checkEnd: runSettled(runOfFlow)},
+		pair{a: cancelRunOfFlow, b: failA, bWaits: true, checkEnd: finalIs(flowJoin, rowtype.StatusCancelled)},
+		pair{a: retryFlowFailed, b: doneA, bWaits: true, checkEnd: finalIs(flowBlocked, rowtype.StatusWaiting)},
+		pair{a: doneA, b: retryFlowFailed, bWaits: true, checkEnd: finalIs(flowBlocked, rowtype.StatusWaiting)},
+		pair{a: retryFlowFailed, b: cancelRunOfFlow, bWaits: true, checkEnd: runSettled(runOfFlow)},
+		pair{a: cancelRunOfFlow, b: retryFlowFailed, bWaits: true, checkEnd: finalIs(flowBlocked, rowtype.StatusCancelled)},
+		pair{a: retryFlowFailed, b: pruneFailed, bWaits: true, checkEnd: finalIs(flowBlocked, rowtype.StatusWaiting)},
+		pair{a: pruneFailed, b: retryFlowFailed, bWaits: true, checkEnd: deleted(flowFailed)},
+		pair{a: doneA, b: claim, bWaits: false},
+		pair{a: doneA, b: reap, bWaits: false},
+	)
 	return append(out,
 		pair{a: claim, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
 		pair{a: cancelRunOfPending, b: claim, bWaits: false, checkEnd: finalIs(pendingA, rowtype.StatusCancelled)},

@@ -107,6 +107,39 @@ func loadAlmostDone(t *testing.T, s server) {
 		// MariaDB and MySQL both pick it.
 		requireKey(t, s, "UPDATE lockstep_jobs SET status = 'CANCELLED' WHERE run_id = 1 AND status IN ('PENDING', 'RUNNING')", "lockstep_jobs_heartbeat")
 	}
+	loadWorkflow(t, s)
+}
+
+// The workflow in run 3 of the almost-done distribution: two RUNNING jobs
+// the fan-in job waits for, and a FAILED job whose failure cancelled its
+// dependent — as InsertRun and the finishes would have left them, with
+// each dependent's id above its dependencies'.
+const (
+	flowRunA, flowRunB = int64(2997), int64(2998) // RUNNING, attempt 1
+	flowJoin           = int64(3000)              // WAITING on both
+	flowFailed         = int64(2995)              // FAILED
+	flowBlocked        = int64(2996)              // CANCELLED by 2995's failure
+	runOfFlow          = int64(3)
+)
+
+// loadWorkflow writes that workflow over run 3's rows. The two RUNNING
+// jobs have a fresh heartbeat, so the reaper leaves them alone.
+func loadWorkflow(t *testing.T, s server) {
+	t.Helper()
+	now := "UTC_TIMESTAMP(6)"
+	if s.flavor == lockview.Postgres {
+		now = "now()"
+	}
+	for _, q := range []string{
+		"UPDATE lockstep_jobs SET status = 'RUNNING', attempts = 1, started_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL, dependents = 1 WHERE id IN (2997, 2998)",
+		"UPDATE lockstep_jobs SET status = 'WAITING', attempts = 0, started_at = NULL, heartbeat_at = NULL, finished_at = NULL, waiting_on = 2 WHERE id = 3000",
+		"UPDATE lockstep_jobs SET status = 'FAILED', attempts = 1, dependents = 1, last_error = 'boom' WHERE id = 2995",
+		"UPDATE lockstep_jobs SET status = 'CANCELLED', attempts = 0, waiting_on = 1, blocked_by = 2995, last_error = 'dependency 2995 ended FAILED' WHERE id = 2996",
+		"INSERT INTO lockstep_job_deps (job_id, depends_on) VALUES (3000, 2997), (3000, 2998), (2996, 2995)",
+	} {
+		_, err := s.drv.DB().ExecContext(context.Background(), q)
+		require.NoError(t, err, q)
+	}
 }
 
 // The almost-done distribution's rows the interleavings use: run 1's two
