@@ -39,6 +39,12 @@ const (
 	// EventQueueMaxWorkers: a served queue's worker limit in this process
 	// changed to Count.
 	EventQueueMaxWorkers EventKind = "queue_max_workers"
+	// EventPromoted: a job's end made Count of its dependents PENDING
+	// (callbacks included).
+	EventPromoted EventKind = "promoted"
+	// EventCallback: a job's end fired Count of its run's callbacks
+	// (Queue and JobKind are the ending job's).
+	EventCallback EventKind = "callback"
 	// EventPeriodicDuplicate: a periodic job's tick was already enqueued
 	// (by another process, or before a restart); nothing was inserted.
 	EventPeriodicDuplicate EventKind = "periodic_duplicate"

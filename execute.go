@@ -73,6 +73,9 @@ func (c *Client) runWorker(ctx context.Context, job *JobRow) (err error, nextRet
 // client still records what its jobs did.
 func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration, bool), took time.Duration, cause error, output []byte) {
 	p := &driver.JobFinishParams{ID: job.ID, Attempt: job.Attempts, RunID: job.RunID, Dependents: job.Dependents}
+	if job.Dependents > 0 {
+		p.Flow = &driver.FlowCounts{}
+	}
 	var snooze *SnoozeError
 	var perm *PermanentError
 	switch {
@@ -125,6 +128,14 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 // finished reports a written (or failed, or discarded) result: the event
 // and the log line.
 func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, took time.Duration, cause error, began time.Time, wrote bool, err error) {
+	if err == nil && wrote && p.Flow != nil {
+		if p.Flow.Promoted > 0 {
+			c.emit(Event{Kind: EventPromoted, Queue: job.Queue, JobKind: job.Kind, Count: p.Flow.Promoted})
+		}
+		if p.Flow.Callbacks > 0 {
+			c.emit(Event{Kind: EventCallback, Queue: job.Queue, JobKind: job.Kind, Count: p.Flow.Callbacks})
+		}
+	}
 	if err == nil {
 		c.emit(Event{
 			Kind: EventJobFinished, Queue: job.Queue, JobKind: job.Kind, Status: p.Status,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,7 @@ func TestWorkflowFanOutFanIn(t *testing.T) {
 		const width = 1000
 		ctx := context.Background()
 		ledger := newFlowLedger()
+		var promoted atomic.Int64
 		for _, drv := range drvs {
 			ws := lockstep.NewWorkers()
 			lockstep.AddWorker(ws, lockstep.WorkFunc(func(ctx context.Context, j *lockstep.Job[stepArgs]) error {
@@ -93,6 +95,11 @@ func TestWorkflowFanOutFanIn(t *testing.T) {
 			cfg := clienttest.FastConfig(ws)
 			cfg.Queues = map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: 8}}
 			cfg.ReapAfter = time.Minute
+			cfg.OnEvent = func(e lockstep.Event) {
+				if e.Kind == lockstep.EventPromoted {
+					promoted.Add(int64(e.Count))
+				}
+			}
 			clienttest.StartClient(t, drv, cfg)
 		}
 		c := quietClient(t, drvs[0], lockstep.Config{})
@@ -109,6 +116,7 @@ func TestWorkflowFanOutFanIn(t *testing.T) {
 		_, counts, err := c.Run(ctx, run.ID)
 		require.NoError(t, err)
 		require.Equal(t, lockstep.RunCounts{lockstep.StatusDone: width + 2}, counts)
+		require.EqualValues(t, width+1, promoted.Load(), "each mid job once, by the root's end; the fan-in job once")
 
 		ledger.mu.Lock()
 		defer ledger.mu.Unlock()

@@ -123,6 +123,15 @@ type JobFinishParams struct {
 	// writes its final status together with theirs, after its run row.
 	RunID      int64
 	Dependents int
+	// Flow, when set, receives what the write did to the job's dependents.
+	Flow *FlowCounts
+}
+
+// FlowCounts is what ending a job did to the jobs that depend on it.
+type FlowCounts struct {
+	// Promoted dependents became PENDING; Cancelled ones were cancelled by
+	// the failure; Callbacks of the run fired (they are among Promoted).
+	Promoted, Cancelled, Callbacks int
 }
 
 // JobRef names one attempt of one job.

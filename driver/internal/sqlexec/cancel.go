@@ -35,7 +35,7 @@ func (e *Executor) JobCancel(ctx context.Context, id int64) (bool, error) {
 			return err
 		}
 		if ok = res.RowsAffected == 1; ok && flow {
-			return e.propagate(ctx, q, job.RunID, map[int64]rowtype.JobStatus{id: rowtype.StatusCancelled})
+			return e.propagate(ctx, q, job.RunID, map[int64]rowtype.JobStatus{id: rowtype.StatusCancelled}, nil)
 		}
 		return nil
 	})

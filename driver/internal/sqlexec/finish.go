@@ -42,7 +42,10 @@ func (e *Executor) JobFinish(ctx context.Context, p *driver.JobFinishParams) (bo
 			if wrote = res.RowsAffected == 1; !wrote {
 				return nil
 			}
-			return e.propagate(ctx, q, p.RunID, map[int64]rowtype.JobStatus{p.ID: p.Status})
+			if p.Flow != nil {
+				*p.Flow = driver.FlowCounts{} // a retried transaction counts afresh
+			}
+			return e.propagate(ctx, q, p.RunID, map[int64]rowtype.JobStatus{p.ID: p.Status}, p.Flow)
 		})
 		if err != nil {
 			return false, e.wrap(fmt.Sprintf("finish job %d", p.ID), err)

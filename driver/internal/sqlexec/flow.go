@@ -234,7 +234,10 @@ func (e *Executor) lockFlow(ctx context.Context, q Querier, ids []int64) (map[in
 // status it ended in, written by this transaction) and, through the
 // dependents it cancels, theirs. The caller holds the run row shared and
 // the ended jobs' rows.
-func (e *Executor) propagate(ctx context.Context, q Querier, runID int64, ends map[int64]rowtype.JobStatus) error {
+func (e *Executor) propagate(ctx context.Context, q Querier, runID int64, ends map[int64]rowtype.JobStatus, fc *driver.FlowCounts) error {
+	if fc == nil {
+		fc = &driver.FlowCounts{}
+	}
 	deep := false
 	for _, s := range ends {
 		deep = deep || s != rowtype.StatusDone
@@ -322,6 +325,7 @@ func (e *Executor) propagate(ctx context.Context, q Querier, runID int64, ends m
 				return err
 			}
 			r.status = rowtype.StatusPending
+			fc.Promoted++
 		case rowtype.StatusCancelled:
 			msg, by := "every dependency ended without a failure", any(nil)
 			if cause != nil {
@@ -331,9 +335,12 @@ func (e *Executor) propagate(ctx context.Context, q Querier, runID int64, ends m
 				return err
 			}
 			r.status = rowtype.StatusCancelled
+			fc.Cancelled++
 			tell(id, rowtype.StatusCancelled)
 		}
 	}
+	fc.Promoted += len(callbacks)
+	fc.Callbacks += len(callbacks)
 	return e.fireCallbacks(ctx, q, runID, rows, callbacks)
 }
 

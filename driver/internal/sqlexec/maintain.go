@@ -62,7 +62,7 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 				if affected = res.RowsAffected; affected != 1 {
 					return nil
 				}
-				return e.propagate(ctx, q, c.runID, map[int64]rowtype.JobStatus{c.id: rowtype.StatusFailed})
+				return e.propagate(ctx, q, c.runID, map[int64]rowtype.JobStatus{c.id: rowtype.StatusFailed}, nil)
 			})
 		} else {
 			var res Result
