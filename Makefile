@@ -111,3 +111,4 @@ bench-smoke: deps bench-check bench-build
 	$(BENCH) --log-level warn floor --batch 10,100 --concurrency 1,2 --duration 1s --warmup 200ms
 	$(BENCH) --log-level warn depth --depths 1000 --claims 20 --lock-samples 1
 	$(BENCH) --log-level warn latency --rates 20,200 --duration 1s --tuned-min-poll 0
+	$(BENCH) --log-level warn waiting --reps 1 --jobs 500 --waiting 2000

@@ -78,6 +78,7 @@ func newRoot(stdout, stderr io.Writer) *root {
 		newFloorCmd(r),
 		newDepthCmd(r),
 		newLatencyCmd(r),
+		newWaitingCmd(r),
 	)
 	r.cmd = cmd
 	return r

@@ -95,6 +95,7 @@ over River's, pair by pair (same repetition).`,
 	f.BoolVar(&cfg.DBStats, "db-stats", cfg.DBStats,
 		"report statements and log volume per job (pg_stat_statements, SHOW GLOBAL STATUS)")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a run's work phase may take")
+	f.IntVar(&cfg.Waiting, "waiting", 0, "WAITING workflow jobs put in each lockstep system's table before its run")
 	f.BoolVar(&withFloor, "floor", false,
 		"also measure the write floor (as lockstep-bench floor, a smaller search) and print lockstep's share of it")
 	f.IntSliceVar(&fo.Batches, "floor-batches", fo.Batches, "--floor: batch sizes tried")

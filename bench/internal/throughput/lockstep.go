@@ -138,6 +138,21 @@ func (l *lockstepInstance) insert(ctx context.Context, n int) error {
 	return nil
 }
 
+// parkedQueue is a queue no benchmark worker serves.
+const parkedQueue = "parked"
+
+// insertWaiting adds n WAITING jobs: one run, a root on the parked queue
+// and n jobs on the benchmark's queue that depend on it.
+func (l *lockstepInstance) insertWaiting(ctx context.Context, n int) error {
+	params := make([]lockstep.InsertManyParams, 0, n+1)
+	params = append(params, lockstep.InsertManyParams{Args: noopArgs{}, Key: "root", Opts: &lockstep.InsertOpts{Queue: parkedQueue}})
+	for i := range n {
+		params = append(params, lockstep.InsertManyParams{Args: noopArgs{Num: -i - 1}, DependsOn: []string{"root"}})
+	}
+	_, _, err := l.client.InsertRun(ctx, "waiting", nil, params...)
+	return err
+}
+
 func (l *lockstepInstance) start(ctx context.Context, done func()) error {
 	l.onDone = done
 	return l.client.Start(ctx)

@@ -57,6 +57,11 @@ type Config struct {
 	// each server a lockstep system used, after the runs, and reports
 	// lockstep's median as a share of it.
 	Floor *floor.Options
+	// Waiting, when above 0, puts that many WAITING jobs in the table of a
+	// lockstep system before its run: a workflow whose root, on a queue
+	// nobody works, never ends. They are on the benchmark's own queue, in
+	// the claim index's next range over; the claim must not notice them.
+	Waiting int
 
 	// Logger receives progress; ClientLogger the systems' own logs.
 	Logger       *slog.Logger
@@ -407,6 +412,15 @@ func runOne(ctx context.Context, set *servers.Set, cfg *Config, mode, system str
 		return nil, err
 	}
 	defer inst.close()
+	if cfg.Waiting > 0 {
+		l, ok := inst.(*lockstepInstance)
+		if !ok {
+			return nil, fmt.Errorf("%s: --waiting is for lockstep's systems", system)
+		}
+		if err := l.insertWaiting(ctx, cfg.Waiting); err != nil {
+			return nil, fmt.Errorf("insert %d waiting jobs: %w", cfg.Waiting, err)
+		}
+	}
 
 	// Each run starts from the same process state.
 	runtime.GC()
