@@ -39,6 +39,9 @@ type JobInsertParams struct {
 	// Callback is the condition a run's callback job fires on; empty for
 	// other jobs.
 	Callback string
+	// Dependents is how many jobs of the same insert depend on this one;
+	// the executor counts it from the others' DependsOn.
+	Dependents int
 }
 
 // DepPolicy is what a job does when a dependency of it ends FAILED or

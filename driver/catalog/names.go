@@ -77,7 +77,7 @@ const (
 	DepDependents    Name = "dep.dependents"
 	DepDependencies  Name = "dep.dependencies"
 	DepDeleteMany    Name = "dep.delete_many"
-	JobSetFlow       Name = "job.set_flow"
+	JobInsertFlow    Name = "job.insert_flow"
 	JobLockFlow      Name = "job.lock_flow"
 	JobSetWaiting    Name = "job.set_waiting"
 	JobPromote       Name = "job.promote"
@@ -116,7 +116,7 @@ var required = []Name{
 	RunInsert, RunGet, RunCounts, RunCountsBounded, RunList,
 	JobGet, JobList, JobListByRun, JobRetry, JobPageFloor, JobPage, JobPageFloorByRun, JobPageByRun,
 	DepInsert, DepDependents, DepDependencies, DepDeleteMany,
-	JobSetFlow, JobLockFlow, JobSetWaiting, JobPromote, JobCancelWaiting, JobRevive, JobOutputsMany, RunLock,
+	JobInsertFlow, JobLockFlow, JobSetWaiting, JobPromote, JobCancelWaiting, JobRevive, JobOutputsMany, RunLock,
 	QueueList, QueueCount, QueueFinished, QueueOldest, QueueSettingsList, QueuePause, QueueResume, QueueSetMaxWorkers,
 	MigrationCreateTable, MigrationList, MigrationInsert, MigrationDelete, ServerVersion,
 }

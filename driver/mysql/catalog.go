@@ -205,10 +205,13 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 			SQL: depsDelete,
 		},
 		catalog.Statement{
-			// A workflow's jobs, just inserted by the same transaction: which
-			// wait, how many dependencies and dependents each has.
-			Name: catalog.JobSetFlow, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: byPK + "status = ?, waiting_on = ?, dependents = ?, dep_policy = ?, callback = ? WHERE id IN ({ids}) AND status = 'PENDING'",
+			// A workflow's jobs, inserted as they start: WAITING with their
+			// count of dependencies, or PENDING; with their count of
+			// dependents, policy and callback condition.
+			Name: catalog.JobInsertFlow, Table: jobs, Rows: true, Returning: returning,
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata," +
+				" waiting_on, dependents, dep_policy, callback, error_history, created_at) VALUES {rows}" + ret,
+			RowSQL: "(?, ?, ?, ?, ?, ?, ?, COALESCE(?, " + now + "), ?, ?, ?, ?, ?, '[]', " + now + ")",
 		},
 		catalog.Statement{
 			Name: catalog.JobLockFlow, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,

@@ -199,8 +199,15 @@ func newCatalog() (*catalog.Catalog, error) {
 			SQL: "DELETE FROM lockstep_job_deps WHERE job_id = ANY($1)",
 		},
 		catalog.Statement{
-			Name: catalog.JobSetFlow, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = $1, waiting_on = $2, dependents = $3, dep_policy = $4, callback = $5 WHERE id = ANY($6) AND status = 'PENDING'",
+			// A workflow's jobs as arrays, as job.insert takes plain ones.
+			Name: catalog.JobInsertFlow, Table: jobs, Returning: true,
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback)" +
+				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, u.status, u.priority, u.max_attempts, COALESCE(u.available_at, now()), u.metadata::jsonb," +
+				" u.waiting_on, u.dependents, u.dep_policy, u.callback" +
+				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::smallint[], $7::integer[], $8::timestamptz[], $9::text[]," +
+				" $10::integer[], $11::integer[], $12::smallint[], $13::text[])" +
+				" WITH ORDINALITY AS u(run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback, n)" +
+				" ORDER BY u.n RETURNING id",
 		},
 		catalog.Statement{
 			Name: catalog.JobLockFlow, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,

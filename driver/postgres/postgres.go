@@ -100,6 +100,7 @@ func NewDB(ctx context.Context, db *sql.DB) (*Driver, error) {
 		Exec: &sqlexec.Dialect{
 			Catalog:        cat,
 			ColumnarInsert: columnarInsert,
+			ColumnarFlow:   columnarFlow,
 			BeginTx:        func(ctx context.Context, db *sql.DB) (*sql.Tx, error) { return db.BeginTx(ctx, nil) },
 			Classify:       classify,
 			ChunkSize:      1000,
@@ -177,6 +178,32 @@ func columnarInsert(jobs []driver.JobInsertParams) []any {
 		}
 	}
 	return []any{runs, queues, kinds, args, prios, maxes, ats, metas}
+}
+
+// columnarFlow is job.insert_flow's arrays: job.insert's, with each job's
+// status between args and priority, and its workflow columns after
+// metadata.
+func columnarFlow(jobs []driver.JobInsertParams) []any {
+	base := columnarInsert(jobs)
+	statuses := make([]string, len(jobs))
+	waiting := make([]int32, len(jobs))
+	dependents := make([]int32, len(jobs))
+	policies := make([]int16, len(jobs))
+	callbacks := make([]pgtype.Text, len(jobs))
+	for i, j := range jobs {
+		statuses[i], waiting[i] = string(rowtype.StatusPending), int32(len(j.DependsOn))
+		if len(j.DependsOn) > 0 {
+			statuses[i] = string(rowtype.StatusWaiting)
+		}
+		dependents[i], policies[i] = int32(j.Dependents), int16(j.DepPolicy)
+		if j.Callback != "" {
+			callbacks[i] = pgtype.Text{String: j.Callback, Valid: true}
+		}
+	}
+	out := append([]any{}, base[:4]...)
+	out = append(out, statuses)
+	out = append(out, base[4:]...)
+	return append(out, waiting, dependents, policies, callbacks)
 }
 
 func classify(err error) (rowtype.ErrorKind, string) {

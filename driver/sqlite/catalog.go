@@ -171,8 +171,9 @@ func newCatalog() (*catalog.Catalog, error) {
 			SQL: "DELETE FROM lockstep_job_deps WHERE job_id IN ({ids})",
 		},
 		catalog.Statement{
-			Name: catalog.JobSetFlow, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = ?, waiting_on = ?, dependents = ?, dep_policy = ?, callback = ? WHERE id IN ({ids}) AND status = 'PENDING'",
+			Name: catalog.JobInsertFlow, Table: jobs, Rows: true, Returning: true,
+			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback) VALUES {rows} RETURNING id",
+			RowSQL: "(?, ?, ?, ?, ?, ?, ?, COALESCE(?, " + now + "), ?, ?, ?, ?, ?)",
 		},
 		catalog.Statement{
 			Name: catalog.JobLockFlow, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,

@@ -112,7 +112,6 @@ func TestGuardCatchesUnhintedWrites(t *testing.T) {
 				{catalog.JobHeartbeat, pk, mariadb, heartbeat},
 				{catalog.JobReap, pk, mariadb, heartbeat},
 				{catalog.JobPruneLock, pk, true, heartbeat},
-				{catalog.JobSetFlow, pk, mariadb, heartbeat},
 				{catalog.JobSetWaiting, pk, mariadb, heartbeat},
 				{catalog.JobPromote, pk, mariadb, heartbeat},
 				{catalog.JobCancelWaiting, pk, mariadb, heartbeat},

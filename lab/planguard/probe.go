@@ -307,9 +307,6 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 	case catalog.DepDependencies, catalog.DepDeleteMany:
 		ids, skip := list(p.waiting, "WAITING")
 		return withIDs(ids, skip)
-	case catalog.JobSetFlow:
-		ids, skip := list(p.claimIDs, "PENDING")
-		return withIDs(ids, skip, "WAITING", 1, 0, 0, nil)
 	case catalog.JobLockFlow:
 		ids, skip := list(p.waiting, "WAITING")
 		return withIDs(ids, skip)

@@ -26,6 +26,8 @@ type Dialect struct {
 	// ColumnarInsert builds the array-per-column arguments of "job.insert"
 	// for dialects that insert from arrays; nil expands {rows}.
 	ColumnarInsert func(jobs []driver.JobInsertParams) []any
+	// ColumnarFlow builds job.insert_flow's arguments the same way.
+	ColumnarFlow func(jobs []driver.JobInsertParams) []any
 	// ChunkSize bounds the ids one multi-row statement names.
 	ChunkSize int
 	// InsertIDStep is the distance between the ids one multi-row insert

@@ -46,52 +46,71 @@ type flowRow struct {
 	callback  string
 }
 
-// setupFlow writes what makes the just-inserted jobs a workflow: the edges,
-// and each job's status, dependency count, dependent count, policy and
-// callback. ids are the jobs' ids in input order.
-func (e *Executor) setupFlow(ctx context.Context, q Querier, jobs []driver.JobInsertParams, ids []int64) error {
-	dependents := make([]int, len(jobs))
-	var edges []flowEdge
-	for i, j := range jobs {
+// insertFlow inserts a workflow's jobs as they start — WAITING with their
+// count of dependencies, or PENDING — with their dependents counted, then
+// the edges between them. Writing each job's status at its insert, rather
+// than inserting it PENDING and changing it, leaves no dead entries in the
+// claim index's range for claims to step over until purge or vacuum.
+func (e *Executor) insertFlow(ctx context.Context, q Querier, jobs []driver.JobInsertParams) ([]int64, error) {
+	rows := slices.Clone(jobs)
+	for i, j := range rows {
+		rows[i].Dependents = 0
 		for _, d := range j.DependsOn {
 			if d < 0 || d >= i {
-				return fmt.Errorf("job %d of the insert depends on position %d: a job may depend only on jobs before it", i, d)
+				return nil, fmt.Errorf("job %d of the insert depends on position %d: a job may depend only on jobs before it", i, d)
 			}
-			dependents[d]++
+		}
+	}
+	for _, j := range rows {
+		for _, d := range j.DependsOn {
+			rows[d].Dependents++
+		}
+	}
+	const batch = 1000
+	ids := make([]int64, 0, len(rows))
+	for start := 0; start < len(rows); start += batch {
+		got, err := e.insertFlowBatch(ctx, q, rows[start:min(start+batch, len(rows))])
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+	}
+	var edges []flowEdge
+	for i, j := range rows {
+		for _, d := range j.DependsOn {
 			edges = append(edges, flowEdge{job: ids[i], dependsOn: ids[d]})
 		}
 	}
-	type shape struct {
-		status    rowtype.JobStatus
-		waitingOn int
-		deps      int
-		policy    driver.DepPolicy
-		callback  string
+	return ids, e.insertEdges(ctx, q, edges)
+}
+
+// insertFlowBatch is insertBatch for job.insert_flow.
+func (e *Executor) insertFlowBatch(ctx context.Context, q Querier, jobs []driver.JobInsertParams) ([]int64, error) {
+	st := e.cat().Get(catalog.JobInsertFlow)
+	var sqlText string
+	var args []any
+	if e.d.ColumnarFlow != nil {
+		sqlText, args = st.SQL, e.d.ColumnarFlow(jobs)
+	} else {
+		sqlText = e.cat().BindRows(st, len(jobs))
+		args = make([]any, 0, len(jobs)*13)
+		for _, j := range jobs {
+			var run, cb any
+			if j.RunID != 0 {
+				run = j.RunID
+			}
+			if j.Callback != "" {
+				cb = j.Callback
+			}
+			status := rowtype.StatusPending
+			if len(j.DependsOn) > 0 {
+				status = rowtype.StatusWaiting
+			}
+			args = append(args, run, j.Queue, j.Kind, string(j.Args), string(status), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata),
+				len(j.DependsOn), j.Dependents, int(j.DepPolicy), cb)
+		}
 	}
-	groups := map[shape][]int64{}
-	for i, j := range jobs {
-		if len(j.DependsOn) == 0 && dependents[i] == 0 && j.Callback == "" && j.DepPolicy == driver.DepCancel {
-			continue
-		}
-		s := shape{status: rowtype.StatusPending, deps: dependents[i], policy: j.DepPolicy, callback: j.Callback}
-		if len(j.DependsOn) > 0 {
-			s.status, s.waitingOn = rowtype.StatusWaiting, len(j.DependsOn)
-		}
-		groups[s] = append(groups[s], ids[i])
-	}
-	shapes := slices.Collect(maps.Keys(groups))
-	// Deterministic statement order, whatever the map's.
-	slices.SortFunc(shapes, func(a, b shape) int { return cmpInt64(slices.Min(groups[a]), slices.Min(groups[b])) })
-	for _, s := range shapes {
-		var cb any
-		if s.callback != "" {
-			cb = s.callback
-		}
-		if _, err := e.execIDs(ctx, q, catalog.JobSetFlow, sortedUnique(groups[s]), string(s.status), s.waitingOn, s.deps, int(s.policy), cb); err != nil {
-			return err
-		}
-	}
-	return e.insertEdges(ctx, q, edges)
+	return e.insertedIDs(ctx, q, st, sqlText, args, len(jobs))
 }
 
 // insertEdges writes edges in batches: as rows, or as two arrays where the

@@ -19,10 +19,7 @@ func (e *Executor) JobInsertMany(ctx context.Context, jobs []driver.JobInsertPar
 		var ids []int64
 		err := e.inTx(ctx, func(q Querier) error {
 			var err error
-			if ids, err = e.insertJobs(ctx, q, jobs); err != nil {
-				return err
-			}
-			if err := e.setupFlow(ctx, q, jobs, ids); err != nil {
+			if ids, err = e.insertFlow(ctx, q, jobs); err != nil {
 				return err
 			}
 			return e.notify(ctx, q, queues)
@@ -82,6 +79,12 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.Job
 			args = e.rowArgs(args, j)
 		}
 	}
+	return e.insertedIDs(ctx, q, st, sqlText, args, len(jobs))
+}
+
+// insertedIDs runs a multi-row insert of n jobs and returns their ids in
+// input order.
+func (e *Executor) insertedIDs(ctx context.Context, q Querier, st catalog.Statement, sqlText string, args []any, n int) ([]int64, error) {
 	if !st.Returning {
 		// No INSERT ... RETURNING (MySQL): LastInsertId is the first row's
 		// id, and InnoDB reserves a multi-row VALUES insert's ids as one
@@ -92,11 +95,11 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.Job
 		if err != nil {
 			return nil, err
 		}
-		if res.RowsAffected != int64(len(jobs)) || res.LastInsertID == 0 {
-			return nil, fmt.Errorf("insert reported %d rows, first id %d, for %d jobs", res.RowsAffected, res.LastInsertID, len(jobs))
+		if res.RowsAffected != int64(n) || res.LastInsertID == 0 {
+			return nil, fmt.Errorf("insert reported %d rows, first id %d, for %d jobs", res.RowsAffected, res.LastInsertID, n)
 		}
 		step := max(e.d.InsertIDStep, 1)
-		ids := make([]int64, len(jobs))
+		ids := make([]int64, n)
 		for i := range ids {
 			ids[i] = res.LastInsertID + int64(i)*step
 		}
@@ -106,8 +109,8 @@ func (e *Executor) insertBatch(ctx context.Context, q Querier, jobs []driver.Job
 	if err != nil {
 		return nil, err
 	}
-	if len(ids) != len(jobs) {
-		return nil, fmt.Errorf("insert returned %d ids for %d jobs", len(ids), len(jobs))
+	if len(ids) != n {
+		return nil, fmt.Errorf("insert returned %d ids for %d jobs", len(ids), n)
 	}
 	// RETURNING order is not guaranteed everywhere; ids are assigned in
 	// insertion order within one statement, so sorted ids are input order.
