@@ -260,6 +260,35 @@ func TestWorkflowFailurePolicy(t *testing.T) {
 	})
 }
 
+// TestWorkflowReviveAfterTwoFailures: a job whose two dependencies both
+// failed comes back only when both have been retried, whichever first.
+func TestWorkflowReviveAfterTwoFailures(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
+		ctx := context.Background()
+		c := quietClient(t, drv, lockstep.Config{})
+		_, res, err := c.InsertRun(ctx, "two failures", nil,
+			lockstep.InsertManyParams{Args: stepArgs{Name: "x"}, Key: "x"},
+			lockstep.InsertManyParams{Args: stepArgs{Name: "y"}, Key: "y"},
+			lockstep.InsertManyParams{Args: stepArgs{Name: "z"}, Key: "z", DependsOn: []string{"x", "y"}},
+		)
+		require.NoError(t, err)
+		x, y, z := res[0].ID, res[1].ID, res[2].ID
+		claimed := claimAll(t, drv)
+		finish(t, drv, claimed[x], lockstep.StatusFailed)
+		finish(t, drv, claimed[y], lockstep.StatusFailed)
+		require.Equal(t, lockstep.StatusCancelled, jobStatus(t, drv, z))
+		for _, id := range []int64{y, x} {
+			ok, err := c.RetryJob(ctx, id)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+		jz, err := drv.Executor().JobGet(ctx, z)
+		require.NoError(t, err)
+		require.Equal(t, lockstep.StatusWaiting, jz.Status, "z is back once neither dependency blocks it")
+		require.Equal(t, 2, jz.WaitingOn)
+	})
+}
+
 // TestWorkflowCancel: cancelling a job cancels its dependents; cancelling
 // the run cancels every waiting job too.
 func TestWorkflowCancel(t *testing.T) {

@@ -54,14 +54,18 @@ func (e *Executor) revive(ctx context.Context, q Querier, id int64) error {
 		status[jid] = r.status
 	}
 	status[id] = rowtype.StatusPending
-	revived := map[int64]bool{id: true}
 	for _, jid := range ids {
 		r := rows[jid]
 		if r == nil {
 			continue
 		}
+		// A job a dependency's failure cancelled (blocked_by set; a
+		// user's or the run's cancel leaves it NULL) is reconsidered
+		// whichever dependency is retried: after two failures it records
+		// only the first, and retrying them one by one must bring it back
+		// once neither blocks it.
 		waiting := r.status == rowtype.StatusWaiting
-		if !waiting && !(r.status == rowtype.StatusCancelled && revived[r.blockedBy]) {
+		if !waiting && !(r.status == rowtype.StatusCancelled && r.blockedBy != 0) {
 			continue
 		}
 		left, blocked := 0, false
@@ -105,7 +109,6 @@ func (e *Executor) revive(ctx context.Context, q Querier, id int64) error {
 				return err
 			}
 			r.status, status[jid] = next, next
-			revived[jid] = true
 		}
 	}
 	return nil
