@@ -417,17 +417,17 @@ func statusLinks(base string, q url.Values, current lockstep.JobStatus) []filter
 
 type runData struct {
 	base
-	Run      runRow
+	Run runRow
 	// Graph is the workflow's drawing; nil for a run without dependencies
 	// or callbacks, or one too large to draw (GraphTooLarge).
 	Graph         *runGraph
 	GraphTooLarge bool
 	GraphLimit    int
-	Jobs     jobList
-	Statuses []filterLink
-	Status   lockstep.JobStatus
-	Capped   bool
-	Limit    int
+	Jobs          jobList
+	Statuses      []filterLink
+	Status        lockstep.JobStatus
+	Capped        bool
+	Limit         int
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
