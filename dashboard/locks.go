@@ -262,7 +262,14 @@ type deadlockView struct {
 	Victim       int
 	Transactions []trxView
 	Pattern      *deadlock.Pattern
+	// PatternName is the decoder's name for the shape, not-recognised
+	// included; PatternWhere the table and index it is about, as the
+	// decoder's text says them; Explanation and Fix its words, line by
+	// line (no fix for a shape not recognised: none is guessed).
+	PatternName  string
+	PatternWhere string
 	Explanation  []string
+	Fix          string
 	Text         string
 }
 
@@ -323,10 +330,37 @@ func viewDeadlock(d *seenDeadlock) deadlockView {
 		}
 		v.Transactions = append(v.Transactions, tv)
 	}
-	if r.Pattern != nil {
-		v.Explanation = strings.Split(r.Pattern.Explanation, "\n")
+	v.PatternName = r.PatternName()
+	if p := r.Pattern; p != nil {
+		v.PatternWhere = patternWhere(p)
+		v.Explanation = strings.Split(p.Explanation, "\n")
+		v.Fix = p.Fix
+	} else {
+		v.Explanation = []string{notRecognised}
 	}
 	return v
+}
+
+// notRecognised is what the decoder says of a report whose locks prove no
+// known shape (its text rendering says the same).
+const notRecognised = "The locks above do not prove any of the known shapes; no fix is guessed."
+
+// patternWhere is where a pattern is, as the decoder's text puts it:
+// "on T (S vs PRIMARY)" for opposite index orders, "on T (index I)" for
+// the others that name an index, "on T", or nothing (a cycle over several
+// tables names them in its explanation).
+func patternWhere(p *deadlock.Pattern) string {
+	var b strings.Builder
+	if p.Table != "" {
+		b.WriteString("on " + p.Table)
+	}
+	switch {
+	case p.Name == deadlock.PatternOppositeIndexOrder && p.Secondary != "":
+		fmt.Fprintf(&b, " (%s vs PRIMARY)", p.Secondary)
+	case p.Index != "":
+		fmt.Fprintf(&b, " (index %s)", p.Index)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // waits reads the current lock waits, turning a refusal into a message.

@@ -255,7 +255,7 @@ type runRow struct {
 
 // barOrder is the order of a progress bar's segments.
 var barOrder = []lockstep.JobStatus{
-	lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled, lockstep.StatusRunning, lockstep.StatusPending,
+	lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled, lockstep.StatusRunning, lockstep.StatusPending, lockstep.StatusWaiting,
 }
 
 func newRunRow(rs *lockstep.RunSummary, csrf, next string) runRow {
@@ -282,7 +282,7 @@ func newRunRow(rs *lockstep.RunSummary, csrf, next string) runRow {
 		x += seg.W
 		row.Segments = append(row.Segments, seg)
 	}
-	open := rs.Counts.Counts[lockstep.StatusPending] + rs.Counts.Counts[lockstep.StatusRunning]
+	open := rs.Counts.Counts[lockstep.StatusWaiting] + rs.Counts.Counts[lockstep.StatusPending] + rs.Counts.Counts[lockstep.StatusRunning]
 	switch {
 	case rs.Status == rowtype.RunCancelled:
 		row.State = "CANCELLED"
@@ -343,7 +343,7 @@ type jobRow struct {
 func newJobRow(j *lockstep.JobRow, csrf, next string) jobRow {
 	return jobRow{
 		JobRow: j, CSRF: csrf, Next: next,
-		CanCancel: j.Status == lockstep.StatusPending || j.Status == lockstep.StatusRunning,
+		CanCancel: j.Status == lockstep.StatusWaiting || j.Status == lockstep.StatusPending || j.Status == lockstep.StatusRunning,
 		CanRetry:  j.Status == lockstep.StatusFailed,
 	}
 }
@@ -417,12 +417,17 @@ func statusLinks(base string, q url.Values, current lockstep.JobStatus) []filter
 
 type runData struct {
 	base
-	Run      runRow
-	Jobs     jobList
-	Statuses []filterLink
-	Status   lockstep.JobStatus
-	Capped   bool
-	Limit    int
+	Run runRow
+	// Graph is the workflow's drawing; nil for a run without dependencies
+	// or callbacks, or one too large to draw (GraphTooLarge).
+	Graph         *runGraph
+	GraphTooLarge bool
+	GraphLimit    int
+	Jobs          jobList
+	Statuses      []filterLink
+	Status        lockstep.JobStatus
+	Capped        bool
+	Limit         int
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
@@ -455,11 +460,24 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.dbError(w, r, "list jobs", err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "run.html", "layout", runData{
+	graph, err := s.client.RunGraph(ctx, id, graphLimit)
+	if err != nil {
+		s.dbError(w, r, "run "+strconv.FormatInt(id, 10)+" graph", err)
+		return
+	}
+	d := runData{
 		base: b, Run: newRunRow(rs, b.CSRF, r.URL.RequestURI()), Jobs: jobs,
 		Statuses: statusLinks(path, q, status), Status: status,
-		Capped: rs.Counts.Capped, Limit: s.cfg.CountLimit,
-	})
+		Capped: rs.Counts.Capped, Limit: s.cfg.CountLimit, GraphLimit: graphLimit,
+	}
+	if graph.Truncated {
+		// Half a graph would show jobs waiting on nothing drawn: say why
+		// there is none instead.
+		d.GraphTooLarge = graph.IsWorkflow()
+	} else {
+		d.Graph = layoutGraph(graph)
+	}
+	s.render(w, r, http.StatusOK, "run.html", "layout", d)
 }
 
 type jobsData struct {
@@ -516,7 +534,7 @@ type jobData struct {
 // code, so that no text from the request is reflected into the page.
 var actionMessages = map[string]string{
 	"cancelled":     "Cancelled.",
-	"not-cancelled": "Not cancelled: the job was no longer PENDING or RUNNING.",
+	"not-cancelled": "Not cancelled: the job was no longer WAITING, PENDING or RUNNING.",
 	"retried":       "Put back to PENDING: it will be claimed again.",
 	"not-retried":   "Not retried: the job was not FAILED.",
 	"run-cancelled": "Not retried: its run is cancelled.",

@@ -139,10 +139,13 @@ var funcs = template.FuncMap{
 	"lower":     strings.ToLower,
 	"statuses":  func() []lockstep.JobStatus { return allStatuses },
 	"add":       func(a, b int) int { return a + b },
+	"graphID":   graphID,
 }
 
+// allStatuses is every status in a job's order of life, WAITING (for its
+// dependencies) first: the queue table's columns, the filters.
 var allStatuses = []lockstep.JobStatus{
-	lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled,
+	lockstep.StatusWaiting, lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled,
 }
 
 // fmtAny is fmtInt for the integer types templates hold.

@@ -200,6 +200,10 @@ type Executor interface {
 	// JobDependencyOutputs reads the jobs a job depends on, with their
 	// status and recorded output, at most limit of them, by id.
 	JobDependencyOutputs(ctx context.Context, id int64, limit int) ([]rowtype.DependencyOutput, error)
+	// JobDependencies reads, without locks, the jobs each of ids depends
+	// on (job id → dependency ids, ascending; jobs without any are absent):
+	// the edges of a workflow's graph.
+	JobDependencies(ctx context.Context, ids []int64) (map[int64][]int64, error)
 	// JobRetry puts a FAILED job back to PENDING, available now, with one
 	// more attempt if it had none left; false if it was not FAILED. A job
 	// of a cancelled run is refused with rowtype.ErrRunCancelled.

@@ -111,6 +111,8 @@ type Metrics struct {
 	retries    *prometheus.CounterVec
 	snoozes    *prometheus.CounterVec
 	reaped     *prometheus.CounterVec
+	promoted   *prometheus.CounterVec
+	callbacks  *prometheus.CounterVec
 	cancelled  prometheus.Counter
 	claimBatch *prometheus.HistogramVec
 	claimDur   *prometheus.HistogramVec
@@ -162,8 +164,12 @@ type pairChildren struct {
 	finished [len(finishStatuses)]prometheus.Counter
 	retries  prometheus.Counter
 	snoozes  prometheus.Counter
-	runDur   prometheus.Observer
-	wait     prometheus.Observer
+	// promoted and callbacks count what the ending jobs of this queue and
+	// kind did to their workflow: dependents made PENDING, callbacks fired.
+	promoted  prometheus.Counter
+	callbacks prometheus.Counter
+	runDur    prometheus.Observer
+	wait      prometheus.Observer
 }
 
 // New creates the collectors and registers them on reg (nil means
@@ -201,6 +207,9 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		retries:  counter("job_retries_total", "Failed job attempts put back to PENDING for another attempt.", "queue", "kind"),
 		snoozes:  counter("job_snoozes_total", "Job attempts that snoozed.", "queue", "kind"),
 		reaped:   counter("jobs_reaped_total", "Jobs with a stale heartbeat that the reaper returned, by the status it gave them.", "status"),
+		promoted: counter("jobs_promoted_total", "Dependents of a workflow made PENDING (callbacks included) by the end of a job of this queue and kind, in this process.", "queue", "kind"),
+		callbacks: counter("run_callbacks_total", "Run callbacks enqueued by the end of a job of this queue and kind (the job that ended, not the callback), in this process.",
+			"queue", "kind"),
 		cancelled: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "jobs_cancelled_total",
 			Help: "Jobs cancelled through this process."}),
 		claimBatch: histogram("claim_batch_size", "Jobs taken by one claim statement (0 for an empty poll).", batchBuckets, "queue"),
@@ -224,7 +233,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		sampledQ: map[string]struct{}{},
 	}
 	cs := []prometheus.Collector{
-		m.enqueued, m.claimed, m.finished, m.retries, m.snoozes, m.reaped, m.cancelled,
+		m.enqueued, m.claimed, m.finished, m.retries, m.snoozes, m.reaped, m.promoted, m.callbacks, m.cancelled,
 		m.claimBatch, m.claimDur, m.finishDur, m.runDur, m.wait, m.dbRetries,
 		m.queueJobs, m.queueCap, m.oldest, m.paused, m.maxWorkers,
 	}
@@ -288,6 +297,14 @@ func (m *Metrics) Observe(e lockstep.Event) {
 			m.reapedFailed.Inc()
 		default:
 			m.reaped.WithLabelValues("OTHER").Inc()
+		}
+	case lockstep.EventPromoted:
+		if e.Count > 0 {
+			m.workflowCounters(e.Queue, e.JobKind).promoted.Add(float64(e.Count))
+		}
+	case lockstep.EventCallback:
+		if e.Count > 0 {
+			m.workflowCounters(e.Queue, e.JobKind).callbacks.Add(float64(e.Count))
 		}
 	case lockstep.EventCancelled:
 		if e.Count > 0 {
@@ -425,6 +442,26 @@ func (m *Metrics) makePair(k pairKey) *pairChildren {
 	return p
 }
 
+// workflowCounters returns a pair whose promoted and callbacks children
+// are resolved: both at once, so that the first promotion also shows a 0
+// of callbacks for rate() to start from.
+func (m *Metrics) workflowCounters(queue, kind string) *pairChildren {
+	p := m.pair(queue, kind)
+	m.mu.RLock()
+	ok := p.promoted != nil
+	m.mu.RUnlock()
+	if ok {
+		return p
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.promoted == nil {
+		p.callbacks = m.callbacks.WithLabelValues(p.queue.label, p.kind)
+		p.promoted = m.promoted.WithLabelValues(p.queue.label, p.kind)
+	}
+	return p
+}
+
 // newPair resolves every child of a pair up front: the finished statuses
 // then start at 0, so that rate() sees the first increment.
 func (m *Metrics) newPair(q *queueChildren, kind string) *pairChildren {
@@ -437,6 +474,8 @@ func (m *Metrics) newPair(q *queueChildren, kind string) *pairChildren {
 		runDur:   m.runDur.WithLabelValues(q.label, kind),
 		wait:     m.wait.WithLabelValues(q.label, kind),
 	}
+	// Resolved lazily (workflowCounters): most queues run no workflows, and
+	// two zero series for every pair of them would be noise.
 	for i, s := range finishStatuses {
 		p.finished[i] = m.finished.WithLabelValues(q.label, kind, s)
 	}

@@ -150,8 +150,9 @@ func testInspect(t *testing.T, newDriver Factory) {
 		st, err := ex.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: "b"})
 		require.NoError(t, err)
 		require.Equal(t, "b", st.Queue)
+		// Every status is counted, WAITING (a workflow's) included.
 		require.Equal(t, map[rowtype.JobStatus]rowtype.BoundedCount{
-			rowtype.StatusPending: {N: 2}, rowtype.StatusRunning: {N: 1}, rowtype.StatusDone: {N: 1},
+			rowtype.StatusWaiting: {}, rowtype.StatusPending: {N: 2}, rowtype.StatusRunning: {N: 1}, rowtype.StatusDone: {N: 1},
 			rowtype.StatusFailed: {}, rowtype.StatusCancelled: {},
 		}, st.Counts)
 		require.Equal(t, rowtype.BoundedCount{N: 1}, st.Finished[rowtype.StatusDone], "finished within the window")

@@ -12,13 +12,24 @@ import (
 // job statuses, and the paging flags of listings. A command's own flags
 // are checked in its file.
 
-// allStatuses lists the job statuses in the order tables show them. A
+// allStatuses lists the job statuses in the order tables show them: a
+// job's life from left to right, WAITING (for its dependencies) first. A
 // function, not a variable, so that no caller can reorder it for another.
 func allStatuses() []lockstep.JobStatus {
 	return []lockstep.JobStatus{
-		lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone,
+		lockstep.StatusWaiting, lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone,
 		lockstep.StatusFailed, lockstep.StatusCancelled,
 	}
+}
+
+// statusHeader is the statuses as the tab-separated headers of a table's
+// count columns, in allStatuses order.
+func statusHeader() string {
+	names := make([]string, 0, len(allStatuses()))
+	for _, st := range allStatuses() {
+		names = append(names, string(st))
+	}
+	return strings.Join(names, "\t")
 }
 
 // parseIDArg parses a job or run id given on the command line.
@@ -37,7 +48,7 @@ func parseStatusFlag(s string) (lockstep.JobStatus, error) {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("unknown job status %q: use PENDING, RUNNING, DONE, FAILED or CANCELLED", s)
+	return "", fmt.Errorf("unknown job status %q: use WAITING, PENDING, RUNNING, DONE, FAILED or CANCELLED", s)
 }
 
 // checkListFlags checks a listing's paging flags before the database is

@@ -13,7 +13,9 @@ func newCancelCmd(c *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel",
 		Short: "Cancel a run (cancel run ID) or a job (cancel job ID)",
-		Long: `Cancel a run and its PENDING and RUNNING jobs, or one job.
+		Long: `Cancel a run and its WAITING, PENDING and RUNNING jobs, or one job.
+Cancelling a job of a workflow cancels the jobs that depend on it too,
+unless they were created to run on a dependency's failure.
 
 Running jobs' contexts are cancelled at their worker's next heartbeat; their
 late results are discarded.`,
@@ -35,7 +37,7 @@ func newCancelRunCmd(c *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "run ID",
-		Short: "Cancel a run and its PENDING and RUNNING jobs",
+		Short: "Cancel a run and its WAITING, PENDING and RUNNING jobs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseIDArg("run", args[0])
@@ -76,8 +78,8 @@ func newCancelJobCmd(c *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "job ID",
-		Short: "Cancel a PENDING or RUNNING job",
-		Long: `Cancel a PENDING or RUNNING job. Cancelling a job that is already
+		Short: "Cancel a WAITING, PENDING or RUNNING job",
+		Long: `Cancel a WAITING, PENDING or RUNNING job. Cancelling a job that is already
 CANCELLED changes nothing and succeeds; a DONE or FAILED job cannot be
 cancelled.`,
 		Args: cobra.ExactArgs(1),
@@ -97,7 +99,7 @@ cancelled.`,
 					return notFoundAs(err, "job", id)
 				}
 				if !ok && job.Status != lockstep.StatusCancelled {
-					return fmt.Errorf("cannot cancel job %d: it is %s; only PENDING or RUNNING jobs can be cancelled", id, job.Status)
+					return fmt.Errorf("cannot cancel job %d: it is %s; only WAITING, PENDING or RUNNING jobs can be cancelled", id, job.Status)
 				}
 				if asJSON {
 					return clienv.JSON(c.Stdout, jobChangeOut{Changed: ok, Job: toJobOut(job)})

@@ -94,8 +94,8 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 			{args: []string{"enqueue", "resize", "{}", "--args-file", argsFile}, want: "lockstep: give JSON_ARGS or --args-file, not both"},
 			{args: []string{"enqueue", "resize", "--args-file", filepath.Join(t.TempDir(), "missing.json")}, want: "lockstep: --args-file: open "},
 			{args: []string{"enqueue"}, want: "lockstep: accepts between 1 and 2 arg(s), received 0"},
-			{args: []string{"jobs", "--status", "finished"}, want: `lockstep: unknown job status "finished": use PENDING, RUNNING, DONE, FAILED or CANCELLED`},
-			{args: []string{"jobs", "list", "--status", "nope"}, want: `lockstep: unknown job status "nope": use PENDING, RUNNING, DONE, FAILED or CANCELLED`},
+			{args: []string{"jobs", "--status", "finished"}, want: `lockstep: unknown job status "finished": use WAITING, PENDING, RUNNING, DONE, FAILED or CANCELLED`},
+			{args: []string{"jobs", "list", "--status", "nope"}, want: `lockstep: unknown job status "nope": use WAITING, PENDING, RUNNING, DONE, FAILED or CANCELLED`},
 			{args: []string{"jobs", "--limit", "0"}, want: "lockstep: --limit must be at least 1, got 0"},
 			{args: []string{"jobs", "show", "abc"}, want: `lockstep: invalid job id "abc": want a positive integer`},
 			{args: []string{"jobs", "show", "999999"}, want: "lockstep: job 999999 not found"},
@@ -168,9 +168,9 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 		require.Equal(t, 2, runs.Runs[1].Jobs)
 
 		out = l.OK("runs")
-		require.Regexp(t, `(?m)^ID\s+NAME\s+STATUS\s+PROGRESS\s+PENDING\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+CREATED$`, out)
-		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+0/3\s+3\s+0\s+0\s+0\s+0\s+\S+$`, runID), out)
-		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+≥0/≥2\s+≥2\s`, runID), l.OK("runs", "--count-limit", "2"))
+		require.Regexp(t, `(?m)^ID\s+NAME\s+STATUS\s+PROGRESS\s+WAITING\s+PENDING\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+CREATED$`, out)
+		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+0/3\s+0\s+3\s+0\s+0\s+0\s+0\s+\S+$`, runID), out)
+		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+≥0/≥2\s+≥0\s+≥2\s`, runID), l.OK("runs", "--count-limit", "2"))
 
 		var show runShowOut
 		l.json(&show, "runs", "show", itoa(runID), "--limit", "2")
@@ -208,9 +208,9 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 			}
 		}
 		out = l.OK("stats", "--count-limit", "2")
-		require.Regexp(t, `(?m)^QUEUE\s+PENDING\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+OLDEST_PENDING\s+JOBS/S\(1m0s\)$`, out)
-		require.Regexp(t, `(?m)^default\s+≥2\s+0\s+0\s+0\s+0\s+\S+\s+0\.00$`, out)
-		require.Regexp(t, `(?m)^mail\s+1\s+0\s+0\s+0\s+0\s+-\s+0\.00$`, out)
+		require.Regexp(t, `(?m)^QUEUE\s+WAITING\s+PENDING\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+OLDEST_PENDING\s+JOBS/S\(1m0s\)$`, out)
+		require.Regexp(t, `(?m)^default\s+0\s+≥2\s+0\s+0\s+0\s+0\s+\S+\s+0\.00$`, out)
+		require.Regexp(t, `(?m)^mail\s+0\s+1\s+0\s+0\s+0\s+0\s+-\s+0\.00$`, out)
 
 		// cancel: a job, again, then a run; a cancelled run takes no jobs.
 		var change jobChangeOut

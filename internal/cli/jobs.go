@@ -24,7 +24,7 @@ type jobsListOptions struct {
 func (o *jobsListOptions) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.Int64Var(&o.runID, "run", 0, "only jobs of this run")
-	f.StringVar(&o.status, "status", "", "only jobs in this status: PENDING, RUNNING, DONE, FAILED or CANCELLED")
+	f.StringVar(&o.status, "status", "", "only jobs in this status: WAITING, PENDING, RUNNING, DONE, FAILED or CANCELLED")
 	f.StringVar(&o.queue, "queue", "", "only jobs of this queue")
 	f.StringVar(&o.kind, "kind", "", "only jobs of this kind")
 	f.Int64Var(&o.before, "before", 0, "list jobs older than this job id (the next page of a listing)")

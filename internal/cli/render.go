@@ -133,6 +133,12 @@ type jobOut struct {
 	UniqueKey   string                  `json:"unique_key,omitempty"`
 	Metadata    json.RawMessage         `json:"metadata,omitempty"`
 	Output      json.RawMessage         `json:"output,omitempty"`
+	// The job's place in a workflow: the dependencies it still waits for,
+	// the jobs that depend on it, the condition it fires on if it is a
+	// run's callback.
+	WaitingOn  int    `json:"waiting_on,omitempty"`
+	Dependents int    `json:"dependents,omitempty"`
+	Callback   string `json:"callback,omitempty"`
 }
 
 // rawJSONOut makes stored JSON safe to embed in JSON output: nil stays
@@ -162,6 +168,7 @@ func toJobOut(j *lockstep.JobRow) jobOut {
 		StartedAt: outTimePtr(j.StartedAt), HeartbeatAt: outTimePtr(j.HeartbeatAt),
 		FinishedAt: outTimePtr(j.FinishedAt), LastError: j.LastError, Errors: errs,
 		UniqueKey: j.UniqueKey, Metadata: rawJSONOut(j.Metadata), Output: rawJSONOut(j.Output),
+		WaitingOn: waitingOn(j), Dependents: j.Dependents, Callback: j.Callback,
 	}
 }
 
@@ -237,6 +244,15 @@ func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
 	if j.UniqueKey != "" {
 		rows = append(rows, [2]string{"unique key", outSafe(j.UniqueKey, false)})
 	}
+	if j.Status == lockstep.StatusWaiting {
+		rows = append(rows, [2]string{"waiting on", fmt.Sprintf("%d unfinished dependencies", j.WaitingOn)})
+	}
+	if j.Dependents > 0 {
+		rows = append(rows, [2]string{"dependents", strconv.Itoa(j.Dependents)})
+	}
+	if j.Callback != "" {
+		rows = append(rows, [2]string{"callback", j.Callback + ": fires " + callbackWhen(j.Callback)})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
@@ -301,7 +317,7 @@ func toRunRowOut(r *lockstep.Run) runRowOut {
 // runOut is a run with its job counts in JSON. Counts has every status;
 // when CountsCapped the run has more jobs than were counted, and every
 // count (Jobs included) is a lower bound. Complete means every job is
-// final (none PENDING or RUNNING).
+// final (none WAITING, PENDING or RUNNING).
 type runOut struct {
 	runRowOut
 	Jobs         int                        `json:"jobs"`
@@ -317,7 +333,7 @@ func toRunOut(s *lockstep.RunSummary) runOut {
 		out.Counts[st] = n
 		out.Jobs += n
 	}
-	open := out.Counts[lockstep.StatusPending] + out.Counts[lockstep.StatusRunning]
+	open := out.Counts[lockstep.StatusWaiting] + out.Counts[lockstep.StatusPending] + out.Counts[lockstep.StatusRunning]
 	out.Complete = out.Jobs > 0 && open == 0 && !out.CountsCapped
 	return out
 }
@@ -344,7 +360,7 @@ func (r runOut) progress() string {
 
 func writeRunsTable(w io.Writer, runs []runOut) error {
 	tw := clienv.Table(w)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED\tCREATED")
+	fmt.Fprintf(tw, "ID\tNAME\tSTATUS\tPROGRESS\t%s\tCREATED\n", statusHeader())
 	for _, r := range runs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s", r.ID, outCell(r.Name, 40), r.state(), r.progress())
 		for _, st := range allStatuses() {

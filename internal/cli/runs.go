@@ -30,9 +30,11 @@ func newRunsCmd(c *app) *cobra.Command {
 	var o runsListOptions
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List runs with their progress, or show one (runs show ID)",
+		Short: "List runs with their progress, show one (runs show ID), or create one (runs create --spec FILE)",
 		Long: `List runs newest first, with their job counts by status; 'runs show ID'
-shows one run and its newest jobs.
+shows one run, its newest jobs and, for a workflow, each job's
+dependencies and the run's callbacks; 'runs create --spec FILE' creates a
+run, with dependencies and callbacks, from a JSON spec.
 
 Counts read at most --count-limit jobs per run, so a listing never scans a
 huge run whole; the counts of a larger run are lower bounds, shown as ≥N.`,
@@ -49,7 +51,7 @@ huge run whole; the counts of a larger run are lower bounds, shown as ≥N.`,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return c.runsList(cmd.Context(), lo) },
 	}
 	lo.flags(list)
-	cmd.AddCommand(list, newRunsShowCmd(c))
+	cmd.AddCommand(list, newRunsShowCmd(c), newRunsCreateCmd(c))
 	return cmd
 }
 
@@ -97,10 +99,12 @@ type runShowOut struct {
 	Run  runOut   `json:"run"`
 	Jobs []jobOut `json:"jobs"`
 	Next int64    `json:"next"`
+	// Workflow is set for a run with dependencies or callbacks.
+	Workflow *workflowOut `json:"workflow,omitempty"`
 }
 
 func newRunsShowCmd(c *app) *cobra.Command {
-	var limit, countLimit int
+	var limit, countLimit, graphLimit int
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
@@ -114,6 +118,9 @@ func newRunsShowCmd(c *app) *cobra.Command {
 			if err := checkListFlags(0, limit, countLimit); err != nil {
 				return err
 			}
+			if graphLimit < 1 || graphLimit > lockstep.MaxRunGraphLimit {
+				return fmt.Errorf("--graph-limit must be from 1 to %d, got %d", lockstep.MaxRunGraphLimit, graphLimit)
+			}
 			ctx := cmd.Context()
 			return c.withQueueClient(ctx, func(client *lockstep.Client) error {
 				sum, err := client.RunSummary(ctx, id, countLimit)
@@ -124,7 +131,12 @@ func newRunsShowCmd(c *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				out := runShowOut{Run: toRunOut(sum), Jobs: toJobsOut(page.Jobs), Next: page.Next}
+				graph, err := client.RunGraph(ctx, id, graphLimit)
+				if err != nil {
+					return err
+				}
+				out := runShowOut{Run: toRunOut(sum), Jobs: toJobsOut(page.Jobs), Next: page.Next,
+					Workflow: toWorkflowOut(graph, page.Jobs, graphLimit)}
 				if asJSON {
 					return clienv.JSON(c.Stdout, out)
 				}
@@ -134,6 +146,7 @@ func newRunsShowCmd(c *app) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many of the run's newest jobs to show")
 	cmd.Flags().IntVar(&countLimit, "count-limit", 100000, "count at most this many of the run's jobs (more show ≥)")
+	cmd.Flags().IntVar(&graphLimit, "graph-limit", 100, "show the dependencies of at most this many of a workflow's jobs (the first by id)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -168,6 +181,12 @@ func writeRunDetail(c *app, out runShowOut, page *lockstep.JobPage) error {
 		fmt.Fprintln(w, "(the run has more jobs than --count-limit: the counts are lower bounds)")
 	}
 	fmt.Fprintln(w)
+	if out.Workflow != nil {
+		if err := writeWorkflow(w, out.Workflow); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
 	if len(page.Jobs) == 0 {
 		if page.Next == 0 {
 			_, err := fmt.Fprintln(w, "no jobs")

@@ -105,7 +105,7 @@ a huge queue; a count that reaches the limit is shown as ≥N.`,
 					return err
 				}
 				tw := clienv.Table(c.Stdout)
-				fmt.Fprintf(tw, "QUEUE\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED\tOLDEST_PENDING\tJOBS/S(%s)\n", window)
+				fmt.Fprintf(tw, "QUEUE\t%s\tOLDEST_PENDING\tJOBS/S(%s)\n", statusHeader(), window)
 				for _, q := range out.Queues {
 					fmt.Fprintf(tw, "%s", outCell(q.Queue, 40))
 					for _, s := range allStatuses() {

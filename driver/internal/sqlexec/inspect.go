@@ -20,9 +20,10 @@ const (
 	defaultWindow     = time.Minute
 )
 
-// allStatuses is the order counts are read and shown in.
+// allStatuses is the order counts are read and shown in. WAITING is
+// counted like the others, by its own range of the queue/status index.
 var allStatuses = [...]rowtype.JobStatus{
-	rowtype.StatusPending, rowtype.StatusRunning, rowtype.StatusDone, rowtype.StatusFailed, rowtype.StatusCancelled,
+	rowtype.StatusWaiting, rowtype.StatusPending, rowtype.StatusRunning, rowtype.StatusDone, rowtype.StatusFailed, rowtype.StatusCancelled,
 }
 
 // JobRetry puts a FAILED job back to PENDING. A job of a run locks the run
