@@ -94,6 +94,21 @@ var (
 	}}
 )
 
+// insertWorkflow creates a run with a small workflow (a root, two jobs
+// that depend on it, a fan-in), as InsertRun does: the run, then the jobs
+// already WAITING or PENDING (job.insert_flow), then the edges.
+var insertWorkflow = op{"insert a workflow", func(ctx context.Context, ex driver.Executor) error {
+	run, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "pairs"})
+	if err != nil {
+		return err
+	}
+	job := func(deps ...int) driver.JobInsertParams {
+		return driver.JobInsertParams{RunID: run.ID, Queue: "default", Kind: "k", Args: []byte(`{}`), MaxAttempts: 5, DependsOn: deps}
+	}
+	_, err = ex.JobInsertMany(ctx, []driver.JobInsertParams{job(), job(0), job(0), job(1, 2)})
+	return err
+}}
+
 // uniqueKey is the fixture's unique key of job id (every job has its own,
 // held while PENDING or RUNNING).
 func uniqueKey(id int64) string { return fmt.Sprintf("%064x", id) }
@@ -204,6 +219,11 @@ func pairs() []pair {
 		pair{a: pruneFailed, b: retryFlowFailed, bWaits: true, checkEnd: deleted(flowFailed)},
 		pair{a: doneA, b: claim, bWaits: false},
 		pair{a: doneA, b: reap, bWaits: false},
+		// A workflow being inserted is new rows only, invisible until its
+		// commit: a claim skips nothing of it and waits for nothing.
+		pair{a: insertWorkflow, b: claim, bWaits: false},
+		pair{a: claim, b: insertWorkflow, bWaits: false},
+		pair{a: insertWorkflow, b: cancelRunOfFlow, bWaits: false, checkEnd: runSettled(runOfFlow)},
 	)
 	return append(out,
 		pair{a: claim, b: cancelRunOfPending, bWaits: true, checkEnd: runSettled(runOfPending)},
