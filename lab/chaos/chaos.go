@@ -329,7 +329,7 @@ func (r *runner) run(ctx context.Context) error {
 			default:
 			}
 		}
-		open, err := r.openJobs(ctx)
+		open, waiting, err := r.openJobs(ctx)
 		if err != nil {
 			return err
 		}
@@ -337,12 +337,17 @@ func (r *runner) run(ctx context.Context) error {
 			r.res.Wall = time.Since(began)
 			return nil
 		}
-		done := float64(r.cfg.Jobs-open) / float64(r.cfg.Jobs)
+		// Callbacks make the total a little larger than Jobs: close enough
+		// for when to cancel.
+		done := float64(r.cfg.Jobs-open-waiting) / float64(r.cfg.Jobs)
 		if cancelled < r.cfg.CancelRuns && done >= float64(cancelled+1)/float64(r.cfg.CancelRuns+1) {
-			if err := r.cancelRun(ctx); err != nil {
+			ok, err := r.cancelRun(ctx)
+			if err != nil {
 				return err
 			}
-			cancelled++
+			if ok {
+				cancelled++
+			}
 		}
 		if time.Now().After(nextKill) {
 			if err := r.killOne(); err != nil {
@@ -382,33 +387,38 @@ func (r *runner) killOne() error {
 
 // cancelRun cancels the run whose jobs are being worked on now: the run
 // of the newest RUNNING job, which has jobs done before it and pending
-// after it.
-func (r *runner) cancelRun(ctx context.Context) error {
+// after it. It reports whether it cancelled one: when nothing is running
+// at this instant it tries again at the next tick.
+func (r *runner) cancelRun(ctx context.Context) (bool, error) {
 	var runID int64
 	err := r.drv.DB().QueryRowContext(ctx, "SELECT run_id FROM lockstep_jobs WHERE status = 'RUNNING' AND run_id IS NOT NULL ORDER BY id DESC LIMIT 1").Scan(&runID)
 	if err != nil {
-		// Nothing is running at this instant (every process just died):
-		// try again at the next tick.
-		return nil
+		// Nothing is running at this instant (every process just died).
+		return false, nil
 	}
 	if r.k.CancelledRuns[runID] {
-		return nil
+		return false, nil
 	}
 	if _, err := r.client.CancelRun(ctx, runID); err != nil {
-		return fmt.Errorf("chaos: cancel run %d: %w", runID, err)
+		return false, fmt.Errorf("chaos: cancel run %d: %w", runID, err)
 	}
 	r.k.CancelledRuns[runID] = true
 	r.res.RunsCancelled++
-	return nil
+	return true, nil
 }
 
-func (r *runner) openJobs(ctx context.Context) (int, error) {
-	var n int
-	err := r.drv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM lockstep_jobs WHERE status IN ('PENDING', 'RUNNING')").Scan(&n)
+// openJobs counts the PENDING and RUNNING jobs, and the WAITING ones. The
+// run ends when none is PENDING or RUNNING: a job still WAITING then lost
+// its promotion, which the check reports rather than the timeout.
+func (r *runner) openJobs(ctx context.Context) (open, waiting int, err error) {
+	err = r.drv.DB().QueryRowContext(ctx, "SELECT"+
+		" COALESCE(SUM(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 ELSE 0 END), 0),"+
+		" COALESCE(SUM(CASE WHEN status = 'WAITING' THEN 1 ELSE 0 END), 0)"+
+		" FROM lockstep_jobs WHERE status IN ('PENDING', 'RUNNING', 'WAITING')").Scan(&open, &waiting)
 	if err != nil {
-		return 0, fmt.Errorf("chaos: count open jobs: %w", err)
+		return 0, 0, fmt.Errorf("chaos: count open jobs: %w", err)
 	}
-	return n, nil
+	return open, waiting, nil
 }
 
 // stopAll stops every live process with SIGTERM and waits for it: each
