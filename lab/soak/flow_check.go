@@ -324,10 +324,11 @@ func (c *checker) depsText(deps []int64, h history) string {
 
 // knownRevivalGap recognises, precisely, the one workflow-core bug the soak
 // has found and that is not fixed yet (TestReviveAfterTwoFailures): j was
-// cancelled by the failure of one dependency (its last_error names it),
-// and when that dependency was retried another dependency of j was FAILED
-// or CANCELLED, so j rightly stayed cancelled; but revive only ever brings
-// back a job whose blocked_by is the job being retried, so retrying the
+// cancelled by one dependency (its last_error names it: FAILED, or itself
+// cancelled by a failure further up), and when that dependency came back
+// (retried, or revived) another dependency of j was FAILED or CANCELLED, so
+// j rightly stayed cancelled; but revive only ever brings back a job whose
+// blocked_by is among the jobs the retry revives, so bringing back the
 // other one later left j CANCELLED with every dependency DONE. Counted in
 // Result.KnownRevivalGaps, not as a problem, so that the soak keeps
 // guarding everything else in CI; once revive is fixed the count is 0 and
@@ -344,7 +345,7 @@ func (c *checker) knownRevivalGap(j *rowtype.JobRow, deps []int64, h history) bo
 		}
 	}
 	for _, t := range h[blocker] {
-		if t.Seq < cancelled || stepOf(t) != stepRetryJob {
+		if k := stepOf(t); t.Seq < cancelled || (k != stepRetryJob && k != stepRevive) {
 			continue
 		}
 		for _, d := range deps {
@@ -352,7 +353,7 @@ func (c *checker) knownRevivalGap(j *rowtype.JobRow, deps []int64, h history) bo
 				return true
 			}
 		}
-		return false // the first retry after the cancel is the one that counts
+		return false // the first return after the cancel is the one that counts
 	}
 	return false
 }

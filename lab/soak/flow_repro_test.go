@@ -22,7 +22,8 @@ import (
 // back either, because revive only revives a job whose blocked_by is the
 // job being retried. Both steps then end DONE and the success callback
 // stays CANCELLED. The same holds for any step with two failed
-// dependencies.
+// dependencies, and for one whose blocker was itself cancelled by a failure
+// further up and is revived (the second part: x → b → j ← c).
 func TestReviveAfterTwoFailures(t *testing.T) {
 	t.Skip("reproduces a workflow-core bug (revive after two failed dependencies); see the wf-soak report")
 	ctx := context.Background()
@@ -76,4 +77,27 @@ func TestReviveAfterTwoFailures(t *testing.T) {
 			require.Equal(t, lockstep.StatusPending, j.Status, "every step is DONE: the success callback must have fired (%s)", j.LastError)
 		}
 	}
+
+	// The cascade: x fails and cancels b, b cancels j; c fails too.
+	// Retrying x revives b, j stays (c is FAILED); retrying c leaves j
+	// CANCELLED, since its blocked_by is b.
+	run, res, err := c.InsertRun(ctx, "cascade", nil,
+		lockstep.InsertManyParams{Args: soak.FlowArgs{Key: "x"}, Key: "x"},
+		lockstep.InsertManyParams{Args: soak.FlowArgs{Key: "b"}, Key: "b", DependsOn: []string{"x"}},
+		lockstep.InsertManyParams{Args: soak.FlowArgs{Key: "c"}, Key: "c"},
+		lockstep.InsertManyParams{Args: soak.FlowArgs{Key: "j"}, Key: "j", DependsOn: []string{"b", "c"}},
+	)
+	require.NoError(t, err)
+	failed = finishAll(lockstep.StatusFailed)
+	require.Len(t, failed, 2, "x and c")
+	for _, id := range failed {
+		ok, err := c.RetryJob(ctx, id)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.Len(t, finishAll(lockstep.StatusDone), 2, "x and c, retried")
+	require.Len(t, finishAll(lockstep.StatusDone), 1, "b")
+	j, err := c.Job(ctx, res[3].ID)
+	require.NoError(t, err)
+	require.Equal(t, lockstep.StatusPending, j.Status, "every dependency of j is DONE (%s; run %d)", j.LastError, run.ID)
 }
