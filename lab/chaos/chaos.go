@@ -60,6 +60,9 @@ type Config struct {
 	KillMin, KillMax time.Duration
 	// CancelRuns is the number of runs cancelled half way. Default 3.
 	CancelRuns int
+	// WorkflowEvery makes every n-th run a workflow with the three
+	// callbacks (see workflowRun). Default 2; negative: no workflows.
+	WorkflowEvery int
 
 	// The worker processes' timings. Defaults: Heartbeat 300ms, ReapAfter
 	// 3s, Poll 200ms.
@@ -89,6 +92,7 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.RunSize, 100)
 	defInt(&c.WorkMillis, 20)
 	defInt(&c.CancelRuns, 3)
+	defInt(&c.WorkflowEvery, 2)
 	defDur := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
@@ -116,8 +120,13 @@ func (c Config) withDefaults() (Config, error) {
 // Result is what a chaos run did and found.
 type Result struct {
 	Dialect string
-	// Jobs enqueued, in Runs runs; RunsCancelled of them cancelled.
+	// Jobs enqueued (callbacks included), in Runs runs; RunsCancelled of
+	// them cancelled.
 	Jobs, Runs, RunsCancelled int
+	// Workflows: runs whose jobs depend on one another, each with three
+	// callbacks (Callbacks in all, CallbacksFired of them fired);
+	// Promotions: WAITING jobs made PENDING (callbacks included).
+	Workflows, Callbacks, CallbacksFired, Promotions int
 	// Final states.
 	Done, Cancelled int
 	// Kills: processes sent SIGKILL. Started: processes started in all.
@@ -141,9 +150,9 @@ type Result struct {
 func (r *Result) OK() bool { return r.ProblemCount == 0 }
 
 func (r *Result) String() string {
-	return fmt.Sprintf("%s: %d jobs in %d runs (%d cancelled): %d DONE, %d CANCELLED; %d processes started, %d killed; "+
+	return fmt.Sprintf("%s: %d jobs in %d runs (%d cancelled; %d workflows, %d promotions, %d of %d callbacks fired): %d DONE, %d CANCELLED; %d processes started, %d killed; "+
 		"%d executions (%d completed), %d jobs re-executed, %d reaps; %s; %d problems",
-		r.Dialect, r.Jobs, r.Runs, r.RunsCancelled, r.Done, r.Cancelled, r.Started, r.Kills,
+		r.Dialect, r.Jobs, r.Runs, r.RunsCancelled, r.Workflows, r.Promotions, r.CallbacksFired, r.Callbacks, r.Done, r.Cancelled, r.Started, r.Kills,
 		r.Executions, r.Completions, r.ReExecuted, r.Reaps, r.Wall.Round(time.Millisecond), r.ProblemCount)
 }
 
@@ -182,7 +191,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	r := &runner{cfg: cfg, drv: drv, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		res: &Result{Dialect: drv.Dialect()},
-		k:   Known{Jobs: map[int64]int64{}, CancelledRuns: map[int64]bool{}, Killed: map[int]bool{}}}
+		k: Known{Jobs: map[int64]int64{}, CancelledRuns: map[int64]bool{}, Killed: map[int]bool{},
+			Deps: map[int64][]int64{}, Workflows: map[int64]bool{}}}
 	// The client enqueues and cancels; it never starts, so it runs nothing.
 	r.client, err = lockstep.NewClient(drv, lockstep.Config{})
 	if err != nil {
@@ -221,7 +231,8 @@ type proc struct {
 	killed bool
 }
 
-// enqueue creates the runs and their jobs.
+// enqueue creates the runs and their jobs: every WorkflowEvery-th run a
+// workflow with callbacks.
 func (r *runner) enqueue(ctx context.Context) error {
 	for left := r.cfg.Jobs; left > 0; {
 		n := min(left, r.cfg.RunSize)
@@ -233,17 +244,33 @@ func (r *runner) enqueue(ctx context.Context) error {
 				Opts: &lockstep.InsertOpts{MaxAttempts: 1000},
 			}
 		}
-		run, res, err := r.client.InsertRun(ctx, fmt.Sprintf("chaos-%d", len(r.runs)+1), nil, jobs...)
+		var opts *lockstep.RunOpts
+		flow := r.cfg.WorkflowEvery > 0 && (len(r.runs)+1)%r.cfg.WorkflowEvery == 0
+		if flow {
+			opts = workflowRun(jobs)
+		}
+		run, res, err := r.client.InsertRun(ctx, fmt.Sprintf("chaos-%d", len(r.runs)+1), opts, jobs...)
 		if err != nil {
 			return fmt.Errorf("chaos: enqueue: %w", err)
 		}
 		r.runs = append(r.runs, run.ID)
-		for _, j := range res {
+		ids := map[string]int64{}
+		for i, j := range res {
 			r.k.Jobs[j.ID] = run.ID
+			ids[jobs[i].Key] = j.ID
+		}
+		if flow {
+			r.k.Workflows[run.ID] = true
+			r.res.Workflows++
+			for i, j := range jobs {
+				for _, d := range j.DependsOn {
+					r.k.Deps[res[i].ID] = append(r.k.Deps[res[i].ID], ids[d])
+				}
+			}
 		}
 		left -= n
 	}
-	r.res.Jobs, r.res.Runs = r.cfg.Jobs, len(r.runs)
+	r.res.Runs = len(r.runs)
 	return nil
 }
 
@@ -302,7 +329,7 @@ func (r *runner) run(ctx context.Context) error {
 			default:
 			}
 		}
-		open, err := r.openJobs(ctx)
+		open, waiting, err := r.openJobs(ctx)
 		if err != nil {
 			return err
 		}
@@ -310,12 +337,17 @@ func (r *runner) run(ctx context.Context) error {
 			r.res.Wall = time.Since(began)
 			return nil
 		}
-		done := float64(r.cfg.Jobs-open) / float64(r.cfg.Jobs)
+		// Callbacks make the total a little larger than Jobs: close enough
+		// for when to cancel.
+		done := float64(r.cfg.Jobs-open-waiting) / float64(r.cfg.Jobs)
 		if cancelled < r.cfg.CancelRuns && done >= float64(cancelled+1)/float64(r.cfg.CancelRuns+1) {
-			if err := r.cancelRun(ctx); err != nil {
+			ok, err := r.cancelRun(ctx)
+			if err != nil {
 				return err
 			}
-			cancelled++
+			if ok {
+				cancelled++
+			}
 		}
 		if time.Now().After(nextKill) {
 			if err := r.killOne(); err != nil {
@@ -355,33 +387,38 @@ func (r *runner) killOne() error {
 
 // cancelRun cancels the run whose jobs are being worked on now: the run
 // of the newest RUNNING job, which has jobs done before it and pending
-// after it.
-func (r *runner) cancelRun(ctx context.Context) error {
+// after it. It reports whether it cancelled one: when nothing is running
+// at this instant it tries again at the next tick.
+func (r *runner) cancelRun(ctx context.Context) (bool, error) {
 	var runID int64
 	err := r.drv.DB().QueryRowContext(ctx, "SELECT run_id FROM lockstep_jobs WHERE status = 'RUNNING' AND run_id IS NOT NULL ORDER BY id DESC LIMIT 1").Scan(&runID)
 	if err != nil {
-		// Nothing is running at this instant (every process just died):
-		// try again at the next tick.
-		return nil
+		// Nothing is running at this instant (every process just died).
+		return false, nil
 	}
 	if r.k.CancelledRuns[runID] {
-		return nil
+		return false, nil
 	}
 	if _, err := r.client.CancelRun(ctx, runID); err != nil {
-		return fmt.Errorf("chaos: cancel run %d: %w", runID, err)
+		return false, fmt.Errorf("chaos: cancel run %d: %w", runID, err)
 	}
 	r.k.CancelledRuns[runID] = true
 	r.res.RunsCancelled++
-	return nil
+	return true, nil
 }
 
-func (r *runner) openJobs(ctx context.Context) (int, error) {
-	var n int
-	err := r.drv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM lockstep_jobs WHERE status IN ('PENDING', 'RUNNING')").Scan(&n)
+// openJobs counts the PENDING and RUNNING jobs, and the WAITING ones. The
+// run ends when none is PENDING or RUNNING: a job still WAITING then lost
+// its promotion, which the check reports rather than the timeout.
+func (r *runner) openJobs(ctx context.Context) (open, waiting int, err error) {
+	err = r.drv.DB().QueryRowContext(ctx, "SELECT"+
+		" COALESCE(SUM(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 ELSE 0 END), 0),"+
+		" COALESCE(SUM(CASE WHEN status = 'WAITING' THEN 1 ELSE 0 END), 0)"+
+		" FROM lockstep_jobs WHERE status IN ('PENDING', 'RUNNING', 'WAITING')").Scan(&open, &waiting)
 	if err != nil {
-		return 0, fmt.Errorf("chaos: count open jobs: %w", err)
+		return 0, 0, fmt.Errorf("chaos: count open jobs: %w", err)
 	}
-	return n, nil
+	return open, waiting, nil
 }
 
 // stopAll stops every live process with SIGTERM and waits for it: each

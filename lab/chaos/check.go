@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -19,6 +20,11 @@ type Known struct {
 	Jobs          map[int64]int64 // job id → run id (0: none)
 	CancelledRuns map[int64]bool
 	Killed        map[int]bool // pids sent SIGKILL
+	// Deps: each workflow job's dependencies; Workflows: the runs that are
+	// workflows, each with the three callbacks (their ids are read from
+	// the table: InsertRun does not return them).
+	Deps      map[int64][]int64
+	Workflows map[int64]bool
 }
 
 // Check reads the final rows, the status audit (package statusaudit,
@@ -33,6 +39,8 @@ func Check(ctx context.Context, drv driver.Driver, k Known) (*Result, error) {
 type jobState struct {
 	status   rowtype.JobStatus
 	attempts int
+	runID    int64
+	callback string
 }
 
 // checker compares the final rows, the status audit and the ledger with
@@ -53,7 +61,7 @@ func terminal(s rowtype.JobStatus) bool {
 }
 
 func readJobs(ctx context.Context, drv driver.Driver) (map[int64]jobState, error) {
-	rows, err := drv.DB().QueryContext(ctx, "SELECT id, status, attempts FROM lockstep_jobs ORDER BY id")
+	rows, err := drv.DB().QueryContext(ctx, "SELECT id, status, attempts, run_id, callback FROM lockstep_jobs ORDER BY id")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: read jobs: %w", err)
 	}
@@ -63,10 +71,12 @@ func readJobs(ctx context.Context, drv driver.Driver) (map[int64]jobState, error
 		var id int64
 		var st string
 		var j jobState
-		if err := rows.Scan(&id, &st, &j.attempts); err != nil {
+		var runID sql.NullInt64
+		var callback sql.NullString
+		if err := rows.Scan(&id, &st, &j.attempts, &runID, &callback); err != nil {
 			return nil, fmt.Errorf("chaos: read jobs: %w", err)
 		}
-		j.status = rowtype.JobStatus(st)
+		j.status, j.runID, j.callback = rowtype.JobStatus(st), runID.Int64, callback.String
 		out[id] = j
 	}
 	if err := rows.Err(); err != nil {
@@ -91,6 +101,19 @@ func check(ctx context.Context, drv driver.Driver, k Known, res *Result) error {
 	}
 	res.Executions = n
 	c := &checker{res: res}
+	// The workflows' callbacks are the run's jobs too.
+	known := make(map[int64]int64, len(k.Jobs))
+	for id, run := range k.Jobs {
+		known[id] = run
+	}
+	callbacks := map[int64]bool{}
+	for id, j := range jobs {
+		if j.callback != "" && k.Workflows[j.runID] {
+			known[id], callbacks[id] = j.runID, true
+		}
+	}
+	k.Jobs = known
+	res.Jobs = len(known)
 	for id := range jobs {
 		if _, ok := k.Jobs[id]; !ok {
 			c.problem("job %d is in the table but was never enqueued by the run", id)
@@ -102,8 +125,9 @@ func check(ctx context.Context, drv driver.Driver, k Known, res *Result) error {
 			c.problem("job %d (run %d) was enqueued and is gone", id, run)
 			continue
 		}
-		c.job(id, j, k.CancelledRuns[run], audit[id], ledger[id], k.Killed)
+		c.job(id, j, k.CancelledRuns[run] || callbacks[id], audit[id], ledger[id], k.Killed)
 	}
+	c.workflows(jobs, audit, ledger, k, callbacks)
 	return nil
 }
 

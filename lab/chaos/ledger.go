@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"time"
@@ -29,6 +30,18 @@ type LedgerArgs struct {
 
 // Kind implements lockstep.JobArgs.
 func (LedgerArgs) Kind() string { return LedgerKind }
+
+// LedgerCallbackKind is the kind of the workflow runs' callbacks: their
+// worker receives lockstep.CallbackArgs[LedgerCallback].
+const LedgerCallbackKind = "ledger_callback"
+
+// LedgerCallback is what a chaos run's callback carries.
+type LedgerCallback struct {
+	On lockstep.CallbackOn `json:"on"`
+}
+
+// Kind implements lockstep.JobArgs.
+func (LedgerCallback) Kind() string { return LedgerCallbackKind }
 
 func ledgerDDL(dialect string) (create, drop string, err error) {
 	drop = "DROP TABLE IF EXISTS " + LedgerTable
@@ -76,9 +89,19 @@ func NewLedgerWorker(drv driver.Driver) *LedgerWorker {
 	return &LedgerWorker{drv: drv, pid: os.Getpid()}
 }
 
-// Register adds the worker to ws.
+// Register adds the worker to ws, and the worker of the runs' callbacks,
+// which record their executions in the same ledger.
 func (w *LedgerWorker) Register(ws *lockstep.Workers) error {
-	return lockstep.AddWorkerSafely[LedgerArgs](ws, w)
+	if err := lockstep.AddWorkerSafely[LedgerArgs](ws, w); err != nil {
+		return err
+	}
+	return lockstep.AddWorkerSafely(ws, lockstep.WorkFunc(func(ctx context.Context, job *lockstep.Job[lockstep.CallbackArgs[LedgerCallback]]) error {
+		id, err := w.start(ctx, job.ID, job.Attempts)
+		if err != nil {
+			return fmt.Errorf("ledger: record start: %w", err)
+		}
+		return w.end(ctx, id)
+	}))
 }
 
 // Work implements lockstep.Worker.
@@ -100,6 +123,10 @@ func (w *LedgerWorker) Work(ctx context.Context, job *lockstep.Job[LedgerArgs]) 
 		case <-t.C:
 		}
 	}
+	return w.end(ctx, id)
+}
+
+func (w *LedgerWorker) end(ctx context.Context, id int64) error {
 	q := "UPDATE " + LedgerTable + " SET ended_at = ? WHERE id = ?"
 	if w.drv.Dialect() == "postgres" {
 		q = "UPDATE " + LedgerTable + " SET ended_at = $1 WHERE id = $2"
@@ -132,11 +159,14 @@ type execution struct {
 	attempt  int
 	pid      int
 	complete bool
+	// started and ended are the worker's clock (ended zero if it never
+	// recorded its end).
+	started, ended time.Time
 }
 
 // readLedger returns every execution, grouped by job.
 func readLedger(ctx context.Context, drv driver.Driver) (map[int64][]execution, int, error) {
-	rows, err := drv.DB().QueryContext(ctx, "SELECT job_id, attempt, pid, ended_at IS NOT NULL FROM "+LedgerTable+" ORDER BY id")
+	rows, err := drv.DB().QueryContext(ctx, "SELECT job_id, attempt, pid, started_at, ended_at FROM "+LedgerTable+" ORDER BY id")
 	if err != nil {
 		return nil, 0, fmt.Errorf("chaos: read ledger: %w", err)
 	}
@@ -145,9 +175,11 @@ func readLedger(ctx context.Context, drv driver.Driver) (map[int64][]execution, 
 	n := 0
 	for rows.Next() {
 		var e execution
-		if err := rows.Scan(&e.jobID, &e.attempt, &e.pid, &e.complete); err != nil {
+		var ended sql.NullTime
+		if err := rows.Scan(&e.jobID, &e.attempt, &e.pid, &e.started, &ended); err != nil {
 			return nil, 0, fmt.Errorf("chaos: read ledger: %w", err)
 		}
+		e.complete, e.ended = ended.Valid, ended.Time
 		out[e.jobID] = append(out[e.jobID], e)
 		n++
 	}

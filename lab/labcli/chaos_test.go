@@ -52,7 +52,9 @@ func envInt(t *testing.T, name string, def int) int {
 // TestChaosKill9 runs the built binary as four worker processes and kills
 // one with SIGKILL every 1–3 s while they work, cancelling three runs half
 // way, then checks the ledger, the status audit and the final rows (see
-// package lab/chaos). The CI size is 5,000 jobs; $LOCKSTEP_CHAOS_JOBS and
+// package lab/chaos). Every second run is a workflow with the three
+// callbacks: no job may start before its dependencies are DONE, and each
+// callback fires exactly once, kills or not. The CI size is 5,000 jobs; $LOCKSTEP_CHAOS_JOBS and
 // $LOCKSTEP_CHAOS_WORK_MS set the size of a long run (docs/reliability.md).
 func TestChaosKill9(t *testing.T) {
 	jobs := envInt(t, "LOCKSTEP_CHAOS_JOBS", 5000)
@@ -77,7 +79,12 @@ func TestChaosKill9(t *testing.T) {
 			}
 			require.NoError(t, err, "progress:\n%s", progress.String())
 			require.Empty(t, res.Problems, "%d problems", res.ProblemCount)
-			require.Equal(t, jobs, res.Done+res.Cancelled)
+			require.Equal(t, res.Jobs, res.Done+res.Cancelled, "every job, callbacks included, DONE or CANCELLED")
+			// Half the runs are workflows with callbacks (chaos.Config.
+			// WorkflowEvery): kills must not lose a promotion or a callback.
+			require.Positive(t, res.Workflows, "workflow runs")
+			require.Positive(t, res.Promotions, "promotions")
+			require.Positive(t, res.CallbacksFired, "callbacks fired")
 			require.Positive(t, res.Kills, "the run must have killed processes to prove anything")
 			require.Positive(t, res.Reaps, "killed processes' jobs must have been reaped")
 			require.Equal(t, 3, res.RunsCancelled)
@@ -154,4 +161,88 @@ func TestKill9MidJob(t *testing.T) {
 			require.Contains(t, strings.Join(res.Problems, "\n"), "never killed")
 		})
 	}
+}
+
+// TestKill9MidWorkflow: a process is killed while it holds the first job
+// of a workflow (synchronised on the ledger row the job wrote); a second
+// process must run it again after the reaper returns it, then its
+// dependent, then the success and complete callbacks, each exactly once,
+// and cancel the failure callback. The same records checked against a
+// reversed dependency must be reported: the order check sees real data.
+func TestKill9MidWorkflow(t *testing.T) {
+	for _, d := range serverDialects() {
+		t.Run(d.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}
+			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
+			drv, err := dsn.Open(ctx, l.DSN)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = drv.Close() })
+			require.NoError(t, chaos.InstallLedger(ctx, drv))
+			require.NoError(t, statusaudit.Install(ctx, drv))
+			client, err := lockstep.NewClient(drv, lockstep.Config{})
+			require.NoError(t, err)
+			var cbs []lockstep.RunCallback
+			for _, on := range []lockstep.CallbackOn{lockstep.CallbackOnSuccess, lockstep.CallbackOnFailure, lockstep.CallbackOnComplete} {
+				cbs = append(cbs, lockstep.RunCallback{On: on, Args: chaos.LedgerCallback{On: on}})
+			}
+			run, res, err := client.InsertRun(ctx, "kill-mid-workflow", &lockstep.RunOpts{Callbacks: cbs},
+				lockstep.InsertManyParams{Args: chaos.LedgerArgs{FirstMillis: 10 * 60 * 1000}, Key: "a"},
+				lockstep.InsertManyParams{Args: chaos.LedgerArgs{}, Key: "b", DependsOn: []string{"a"}},
+			)
+			require.NoError(t, err)
+			a, b := res[0].ID, res[1].ID
+
+			work := func() (*exec.Cmd, *bytes.Buffer) {
+				cmd := l.Command(ctx, "work", "--kind", "ledger", "--heartbeat", "200ms", "--reap-after", "1s", "--poll", "100ms")
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				require.NoError(t, cmd.Start())
+				return cmd, &out
+			}
+			first, _ := work()
+			clitest.WaitFor(t, "the first job's first attempt to start", func() bool {
+				var n int
+				require.NoError(t, drv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+chaos.LedgerTable).Scan(&n))
+				return n == 1
+			})
+			require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+			_ = first.Wait()
+			require.Equal(t, lockstep.StatusWaiting, jobStatusOf(t, client, b), "the dependent waits while its dependency's process is dead")
+
+			second, out := work()
+			clitest.WaitFor(t, "every job of the run to end", func() bool {
+				_, counts, err := client.Run(ctx, run.ID)
+				require.NoError(t, err)
+				return counts[lockstep.StatusDone]+counts[lockstep.StatusCancelled] == 5
+			})
+			require.NoError(t, second.Process.Signal(syscall.SIGTERM))
+			require.NoError(t, second.Wait(), out.String())
+
+			known := func(deps map[int64][]int64) chaos.Known {
+				return chaos.Known{Jobs: map[int64]int64{a: run.ID, b: run.ID}, Killed: map[int]bool{first.Process.Pid: true},
+					Deps: deps, Workflows: map[int64]bool{run.ID: true}}
+			}
+			got, err := chaos.Check(ctx, drv, known(map[int64][]int64{b: {a}}))
+			require.NoError(t, err)
+			require.Empty(t, got.Problems)
+			require.Equal(t, 5, got.Jobs, "two jobs and three callbacks")
+			require.Equal(t, 4, got.Done, "a, b, and the success and complete callbacks")
+			require.Equal(t, 1, got.Cancelled, "the failure callback")
+			require.Equal(t, 3, got.Promotions, "b and two callbacks")
+			require.Equal(t, 2, got.CallbacksFired)
+			require.Equal(t, 1, got.Reaps)
+
+			got, err = chaos.Check(ctx, drv, known(map[int64][]int64{a: {b}}))
+			require.NoError(t, err)
+			require.Contains(t, strings.Join(got.Problems, "\n"), "before its dependency", "a reversed dependency is caught")
+		})
+	}
+}
+
+func jobStatusOf(t *testing.T, c *lockstep.Client, id int64) lockstep.JobStatus {
+	t.Helper()
+	j, err := c.Job(context.Background(), id)
+	require.NoError(t, err)
+	return j.Status
 }

@@ -25,10 +25,15 @@ const (
 	stepFailed
 	stepReapFailed
 	stepCancel
+	stepWait     // a workflow step set WAITING by its own insert
+	stepPromote  // WAITING → PENDING: its last dependency ended
+	stepRetryJob // FAILED → PENDING: RetryJob
+	stepRevive   // CANCELLED → WAITING or PENDING: a retry brought it back
 )
 
 func (k step) String() string {
-	return [...]string{"an illegal change", "claim", "done", "retry", "snooze", "reap", "failed", "reap to FAILED", "cancel"}[k]
+	return [...]string{"an illegal change", "claim", "done", "retry", "snooze", "reap", "failed", "reap to FAILED", "cancel",
+		"wait", "promotion", "RetryJob", "revival"}[k]
 }
 
 func stepOf(t transition) step {
@@ -36,8 +41,16 @@ func stepOf(t transition) step {
 	switch {
 	case t.From == rowtype.StatusPending && t.To == rowtype.StatusRunning:
 		return stepClaim
-	case (t.From == rowtype.StatusPending || t.From == rowtype.StatusRunning) && t.To == rowtype.StatusCancelled:
+	case (t.From == rowtype.StatusPending || t.From == rowtype.StatusRunning || t.From == rowtype.StatusWaiting) && t.To == rowtype.StatusCancelled:
 		return stepCancel
+	case t.From == rowtype.StatusPending && t.To == rowtype.StatusWaiting && t.Attempts == 0:
+		return stepWait
+	case t.From == rowtype.StatusWaiting && t.To == rowtype.StatusPending:
+		return stepPromote
+	case t.From == rowtype.StatusFailed && t.To == rowtype.StatusPending:
+		return stepRetryJob
+	case t.From == rowtype.StatusCancelled && (t.To == rowtype.StatusWaiting || t.To == rowtype.StatusPending):
+		return stepRevive
 	case t.From != rowtype.StatusRunning:
 		return stepIllegal
 	case t.To == rowtype.StatusDone:
@@ -76,6 +89,7 @@ func (s *soak) check(res *Result, jobs []*rowtype.JobRow, audit map[int64][]tran
 	defer l.mu.Unlock()
 	c := &checker{res: res, l: l, claimed: map[ref]bool{}, ended: map[ref]step{}}
 
+	callbacks := c.adoptCallbacks(jobs)
 	final := make(map[int64]*rowtype.JobRow, len(jobs))
 	for _, j := range jobs {
 		final[j.ID] = j
@@ -108,6 +122,7 @@ func (s *soak) check(res *Result, jobs []*rowtype.JobRow, audit map[int64][]tran
 		}
 	}
 	c.crossCheck()
+	c.flows(final, audit, callbacks)
 
 	res.JobsEnqueued = len(l.jobs)
 	res.RunsCreated, res.RunsCancelled, res.EnqueueRefused = len(l.runs), l.runsCancelled, l.enqueueRefused
@@ -138,17 +153,28 @@ func (c *checker) problem(format string, args ...any) {
 
 // walk follows one job's audited changes from PENDING: each must start
 // where the last ended, a claim must add exactly one attempt and nothing
-// else may change it, and a terminal status is entered once and never left.
+// else may change it, and a terminal status is entered once and never left
+// — but by the soak's RetryJob of a FAILED workflow step, or the revival
+// of a step that failure had cancelled, after the soak retried a step of
+// its run.
 func (c *checker) walk(j *rowtype.JobRow, trs []transition) {
-	state, attempts, terminals, left := rowtype.StatusPending, 0, 0, false
+	state, attempts, terminals, leaves, left := rowtype.StatusPending, 0, 0, 0, false
 	for _, t := range trs {
 		if t.From != state {
 			c.problem("job %d: audit seq %d changes it from %s, but it was %s", j.ID, t.Seq, t.From, state)
 		}
-		if terminal(t.From) {
+		k := stepOf(t)
+		switch {
+		case k == stepRetryJob && c.l.flow.retryTried[j.ID]:
+			leaves++
+		case k == stepRevive && c.l.flow.runRetryTried[c.l.jobs[j.ID].runID] && c.l.jobs[j.ID].runID != 0:
+			leaves++
+		case k == stepRetryJob || k == stepRevive:
+			c.problem("job %d: audit seq %d is a %s (%s→%s), but the soak retried neither it nor a job of its run", j.ID, t.Seq, k, t.From, t.To)
+			left = true
+		case terminal(t.From):
 			left = true
 		}
-		k := stepOf(t)
 		switch k {
 		case stepIllegal:
 			c.problem("job %d: audit seq %d is an illegal change %s→%s (errored %t, snoozed %t, last error %q)",
@@ -173,7 +199,7 @@ func (c *checker) walk(j *rowtype.JobRow, trs []transition) {
 			terminals++
 		}
 	}
-	if terminals > 1 || left {
+	if terminals > 1+leaves || left {
 		c.res.DoubleFinished++
 		c.problem("job %d entered a terminal status %d times (left one: %t)", j.ID, terminals, left)
 	}
@@ -209,11 +235,14 @@ func (c *checker) final(j *rowtype.JobRow) {
 			c.problem("job %d is DONE at attempt %d, but no worker succeeded at that attempt (ledger: %+v)", j.ID, j.Attempts, e)
 		}
 	case rowtype.StatusFailed:
-		if note.mode != ModeFailAlways && c.ended[ref{j.ID, j.Attempts}] != stepReapFailed {
+		failedStep := note.mode == modeFlow && c.l.flow.jobs[j.ID].fail > 0 && c.l.execs[ref{j.ID, j.Attempts}].outcome == outcomeError
+		if note.mode != ModeFailAlways && !failedStep && c.ended[ref{j.ID, j.Attempts}] != stepReapFailed {
 			c.problem("job %d (%s) FAILED at attempt %d: %s", j.ID, note.mode, j.Attempts, j.LastError)
 		}
 	case rowtype.StatusCancelled:
-		if !c.l.jobCancelTried[j.ID] && !(note.runID != 0 && c.l.runCancelTried[note.runID]) {
+		// A workflow's own cancels (a failed dependency, a callback whose
+		// condition cannot hold) are checked in flows.
+		if !c.l.jobCancelTried[j.ID] && !(note.runID != 0 && c.l.runCancelTried[note.runID]) && note.mode != modeFlow && note.mode != modeCallback {
 			c.problem("job %d is CANCELLED, but the soak cancelled neither it nor its run %d", j.ID, note.runID)
 		}
 	}

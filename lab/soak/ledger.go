@@ -75,6 +75,8 @@ type ledger struct {
 
 	retried map[retryKey]int
 
+	flow flowBook // workflows (flow_ledger.go)
+
 	problems     []string
 	problemCount int
 }
@@ -88,6 +90,7 @@ func newLedger() *ledger {
 		runCancelTried: map[int64]bool{}, runCancelDone: map[int64]time.Time{},
 		jobCancelTried: map[int64]bool{}, jobCancelApplied: map[int64]bool{},
 		deadClaims: map[ref]bool{}, retried: map[retryKey]int{},
+		flow: newFlowBook(),
 	}
 }
 

@@ -20,6 +20,9 @@ func (s *soak) load(ctx context.Context) error {
 	}
 	wg.Go(func() { a.canceller(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamCanceller))) })
 	wg.Go(func() { a.deadWorker(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamDead)), s.dead) })
+	wg.Go(func() { a.flowCreator(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamFlow))) })
+	wg.Go(func() { a.flowRetrier(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamFlowRetry))) })
+	wg.Go(func() { a.flowCanceller(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamFlowCancel))) })
 
 	end := time.NewTimer(s.cfg.Duration)
 	defer end.Stop()
@@ -54,8 +57,8 @@ loop:
 }
 
 func (s *soak) describe(c map[rowtype.JobStatus]int) string {
-	return fmt.Sprintf("pending %d  running %d  done %d  failed %d  cancelled %d  executions %d",
-		c[rowtype.StatusPending], c[rowtype.StatusRunning], c[rowtype.StatusDone], c[rowtype.StatusFailed],
+	return fmt.Sprintf("waiting %d  pending %d  running %d  done %d  failed %d  cancelled %d  executions %d",
+		c[rowtype.StatusWaiting], c[rowtype.StatusPending], c[rowtype.StatusRunning], c[rowtype.StatusDone], c[rowtype.StatusFailed],
 		c[rowtype.StatusCancelled], s.ledger.executions())
 }
 

@@ -56,6 +56,36 @@ type Result struct {
 	StaleFinishes        int `json:"stale_finishes"`
 	StaleFinishesRefused int `json:"stale_finishes_refused"`
 
+	// Workflows: runs created with dependencies or callbacks, and their
+	// steps (callbacks not counted).
+	Workflows             int `json:"workflows"`
+	WorkflowJobs          int `json:"workflow_jobs"`
+	WorkflowRunsCancelled int `json:"workflow_runs_cancelled"`
+	// Promotions: WAITING → PENDING in the audit, callbacks included;
+	// PromotionEvents and CallbackEvents: what the clients reported
+	// (EventPromoted, EventCallback) for the ends they wrote.
+	Promotions      int `json:"promotions"`
+	PromotionEvents int `json:"promotion_events"`
+	CallbackEvents  int `json:"callback_events"`
+	// CallbackJobs: the runs' callbacks; CallbacksFired: those that became
+	// PENDING.
+	CallbackJobs   int `json:"callback_jobs"`
+	CallbacksFired int `json:"callbacks_fired"`
+	// CancelledByDependency: steps the soak did not cancel that ended
+	// CANCELLED because a dependency failed or was cancelled.
+	CancelledByDependency int `json:"cancelled_by_dependency"`
+	// WorkflowRetries: RetryJob of a FAILED step applied; Revivals:
+	// cancelled jobs such retries brought back; WorkflowRetriesRefused:
+	// retries refused because the run was cancelled.
+	WorkflowRetries        int `json:"workflow_retries"`
+	WorkflowRetriesRefused int `json:"workflow_retries_refused"`
+	Revivals               int `json:"revivals"`
+	// KnownRevivalGaps: jobs left CANCELLED by the known revive bug (see
+	// knownRevivalGap), reported apart from the problems.
+	KnownRevivalGaps int `json:"known_revival_gaps"`
+	// RunClosedRefusals: jobs added to a run with callbacks, refused.
+	RunClosedRefusals int `json:"run_closed_refusals"`
+
 	RetriedErrors []RetriedError `json:"retried_errors"`
 	// Deadlocks is the server's count during the soak; nil where the
 	// database has none (SQLite).
@@ -100,6 +130,8 @@ func (r *Result) Unexercised() []string {
 		{r.Done, "jobs done"}, {r.Retries, "retries"}, {r.Snoozes, "snoozes"}, {r.Reaps, "reaps"},
 		{r.RunsCancelled, "run cancels"}, {r.JobCancelsApplied, "job cancels"}, {r.CancelledRunning, "cancels of running jobs"},
 		{r.StaleFinishesRefused, "refused stale finishes"}, {r.EnqueueRefused, "enqueues refused by a cancelled run"},
+		{r.Promotions, "workflow promotions"}, {r.CallbacksFired, "callbacks fired"}, {r.CancelledByDependency, "cancels by a failed dependency"},
+		{r.WorkflowRetries, "retries of failed workflow steps"}, {r.Revivals, "revivals"}, {r.RunClosedRefusals, "jobs refused by a run with callbacks"},
 	} {
 		if c.n == 0 {
 			out = append(out, c.what)
@@ -133,6 +165,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("reaps", "%d (%d to FAILED, %d of live workers)", r.Reaps, r.ReapsToFailed, r.LiveReaps)
 	row("job cancels", "%d requested, %d applied; %d jobs cancelled while running", r.JobCancelsRequested, r.JobCancelsApplied, r.CancelledRunning)
 	row("dead worker", "%d claims abandoned; %d stale finishes, %d refused", r.DeadClaims, r.StaleFinishes, r.StaleFinishesRefused)
+	row("workflows", "%d runs (%d cancelled), %d steps, %d callbacks (%d fired)", r.Workflows, r.WorkflowRunsCancelled, r.WorkflowJobs, r.CallbackJobs, r.CallbacksFired)
+	row("promotions", "%d (events: %d promoted, %d callbacks)", r.Promotions, r.PromotionEvents, r.CallbackEvents)
+	row("workflow failures", "%d steps cancelled by a dependency; %d retries (%d refused: run cancelled), %d revivals", r.CancelledByDependency, r.WorkflowRetries, r.WorkflowRetriesRefused, r.Revivals)
+	row("known revive bug", "%d jobs left CANCELLED with every dependency DONE (TestReviveAfterTwoFailures)", r.KnownRevivalGaps)
+	row("closed runs", "%d jobs added to a run with callbacks, refused", r.RunClosedRefusals)
 	row("retried db errors", "%s", retriedText(r.RetriedErrors))
 	if r.Deadlocks != nil {
 		row("server deadlocks", "%d (%s)", *r.Deadlocks, r.DeadlockCounter)

@@ -22,6 +22,9 @@ const (
 	streamCanceller
 	streamDead
 	streamFinal
+	streamFlow
+	streamFlowRetry
+	streamFlowCancel
 )
 
 const (
@@ -79,6 +82,7 @@ func (s *soak) clientConfig(ws *lockstep.Workers) lockstep.Config {
 		RetryBackoff:      retryBackoff,
 		FinishTimeout:     stopTimeout,
 		OnRetry:           s.ledger.onRetry,
+		OnEvent:           s.ledger.onFlowEvent,
 	}
 	if ws != nil {
 		cfg.Workers = ws

@@ -20,6 +20,11 @@ const (
 	ModeFailOnce   Mode = "fail_once"   // fails its first execution, then succeeds
 	ModeSnoozeOnce Mode = "snooze_once" // snoozes its first execution, then succeeds
 	ModeFailAlways Mode = "fail_always" // fails every attempt; MaxAttempts 2, so it ends FAILED
+
+	// modeFlow marks a workflow step in the ledger (its args are FlowArgs).
+	modeFlow Mode = "flow"
+	// modeCallback marks a run's callback (CallbackArgs[CallbackData]).
+	modeCallback Mode = "callback"
 )
 
 // Kind is the job kind every soak job has.
@@ -75,6 +80,9 @@ func newWorkers(l *ledger, pool int) (*lockstep.Workers, error) {
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("soak: %w", err)
+	}
+	if err := addFlowWorkers(ws, l, pool); err != nil {
+		return nil, err
 	}
 	return ws, nil
 }
