@@ -2,7 +2,6 @@ package soak
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strconv"
 
@@ -177,9 +176,7 @@ func (c *checker) step(id int64, note *flowJob, j *rowtype.JobRow, h history) {
 		for _, d := range note.deps {
 			blocked = blocked || h.last(d) == rowtype.StatusFailed || h.last(d) == rowtype.StatusCancelled
 		}
-		if !blocked && c.knownRevivalGap(j, note.deps, h) {
-			c.res.KnownRevivalGaps++
-		} else if !blocked {
+		if !blocked {
 			c.problem("workflow job %d is CANCELLED (%q), but none of its dependencies ended FAILED or CANCELLED: %s", id, j.LastError, c.depsText(note.deps, h))
 		}
 	}
@@ -254,8 +251,6 @@ func (c *checker) callback(runID int64, r *flowRun, on lockstep.CallbackOn, id i
 	}
 	want := map[lockstep.CallbackOn]bool{lockstep.CallbackOnSuccess: allDone, lockstep.CallbackOnFailure: anyFailed, lockstep.CallbackOnComplete: true}[on]
 	switch {
-	case want && on == lockstep.CallbackOnSuccess && len(fired) == 0 && j.Status == rowtype.StatusCancelled && c.knownRevivalGap(j, r.jobs, h):
-		c.res.KnownRevivalGaps++
 	case want && (len(fired) != 1 || j.Status != rowtype.StatusDone):
 		c.problem("the %s callback %d of run %d should have fired once (all DONE %t, a step FAILED %t), but fired %d times and is %s (%q)",
 			on, id, runID, allDone, anyFailed, len(fired), j.Status, j.LastError)
@@ -320,40 +315,4 @@ func (c *checker) depsText(deps []int64, h history) string {
 		out += " " + strconv.FormatInt(d, 10) + "=" + string(h.last(d))
 	}
 	return out
-}
-
-// knownRevivalGap recognises, precisely, the one workflow-core bug the soak
-// has found and that is not fixed yet (TestReviveAfterTwoFailures): j was
-// cancelled by one dependency (its last_error names it: FAILED, or itself
-// cancelled by a failure further up), and when that dependency came back
-// (retried, or revived) another dependency of j was FAILED or CANCELLED, so
-// j rightly stayed cancelled; but revive only ever brings back a job whose
-// blocked_by is among the jobs the retry revives, so bringing back the
-// other one later left j CANCELLED with every dependency DONE. Counted in
-// Result.KnownRevivalGaps, not as a problem, so that the soak keeps
-// guarding everything else in CI; once revive is fixed the count is 0 and
-// this function goes.
-func (c *checker) knownRevivalGap(j *rowtype.JobRow, deps []int64, h history) bool {
-	var blocker int64
-	if _, err := fmt.Sscanf(j.LastError, "dependency %d ended", &blocker); err != nil {
-		return false
-	}
-	var cancelled int64 // the audit seq of j's last cancel
-	for _, t := range h[j.ID] {
-		if t.To == rowtype.StatusCancelled {
-			cancelled = t.Seq
-		}
-	}
-	for _, t := range h[blocker] {
-		if k := stepOf(t); t.Seq < cancelled || (k != stepRetryJob && k != stepRevive) {
-			continue
-		}
-		for _, d := range deps {
-			if st := h.at(d, t.Seq); d != blocker && (st == rowtype.StatusFailed || st == rowtype.StatusCancelled) {
-				return true
-			}
-		}
-		return false // the first return after the cancel is the one that counts
-	}
-	return false
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // TestReviveAfterTwoFailures is the smallest form of what the soak's
-// callback check found: two steps of a run FAILED before either was
+// callback check found (fixed: a job a failure cancelled is reconsidered
+// whichever of its dependencies is retried): two steps of a run FAILED before either was
 // retried. The success callback was cancelled by the first failure (its
 // blocked_by names it); retrying the first leaves it cancelled, rightly,
 // since the second is still FAILED; retrying the second does not bring it
@@ -25,7 +26,6 @@ import (
 // dependencies, and for one whose blocker was itself cancelled by a failure
 // further up and is revived (the second part: x → b → j ← c).
 func TestReviveAfterTwoFailures(t *testing.T) {
-	t.Skip("reproduces a workflow-core bug (revive after two failed dependencies); see the wf-soak report")
 	ctx := context.Background()
 	drv, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "revive.db"))
 	require.NoError(t, err)

@@ -80,9 +80,6 @@ type Result struct {
 	WorkflowRetries        int `json:"workflow_retries"`
 	WorkflowRetriesRefused int `json:"workflow_retries_refused"`
 	Revivals               int `json:"revivals"`
-	// KnownRevivalGaps: jobs left CANCELLED by the known revive bug (see
-	// knownRevivalGap), reported apart from the problems.
-	KnownRevivalGaps int `json:"known_revival_gaps"`
 	// RunClosedRefusals: jobs added to a run with callbacks, refused.
 	RunClosedRefusals int `json:"run_closed_refusals"`
 
@@ -168,7 +165,6 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("workflows", "%d runs (%d cancelled), %d steps, %d callbacks (%d fired)", r.Workflows, r.WorkflowRunsCancelled, r.WorkflowJobs, r.CallbackJobs, r.CallbacksFired)
 	row("promotions", "%d (events: %d promoted, %d callbacks)", r.Promotions, r.PromotionEvents, r.CallbackEvents)
 	row("workflow failures", "%d steps cancelled by a dependency; %d retries (%d refused: run cancelled), %d revivals", r.CancelledByDependency, r.WorkflowRetries, r.WorkflowRetriesRefused, r.Revivals)
-	row("known revive bug", "%d jobs left CANCELLED with every dependency DONE (TestReviveAfterTwoFailures)", r.KnownRevivalGaps)
 	row("closed runs", "%d jobs added to a run with callbacks, refused", r.RunClosedRefusals)
 	row("retried db errors", "%s", retriedText(r.RetriedErrors))
 	if r.Deadlocks != nil {
