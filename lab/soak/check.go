@@ -90,6 +90,7 @@ func (s *soak) check(res *Result, jobs []*rowtype.JobRow, audit map[int64][]tran
 	c := &checker{res: res, l: l, claimed: map[ref]bool{}, ended: map[ref]step{}}
 
 	callbacks := c.adoptCallbacks(jobs)
+	audit = c.insertedWaiting(audit, callbacks)
 	final := make(map[int64]*rowtype.JobRow, len(jobs))
 	for _, j := range jobs {
 		final[j.ID] = j

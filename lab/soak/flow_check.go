@@ -45,6 +45,31 @@ func (c *checker) adoptCallbacks(jobs []*rowtype.JobRow) map[int64]map[lockstep.
 	return out
 }
 
+// insertedWaiting records, for the walk, that a workflow step with
+// dependencies and every callback started WAITING: job.insert_flow inserts
+// them so, and the audit sees only changes. The insert is put first, at
+// sequence 0, as the PENDING → WAITING it amounts to.
+func (c *checker) insertedWaiting(audit map[int64][]transition, callbacks map[int64]map[lockstep.CallbackOn]int64) map[int64][]transition {
+	out := make(map[int64][]transition, len(audit))
+	for id, trs := range audit {
+		out[id] = trs
+	}
+	waiting := func(id int64) {
+		out[id] = append([]transition{{JobID: id, Seq: 0, From: rowtype.StatusPending, To: rowtype.StatusWaiting}}, out[id]...)
+	}
+	for id, note := range c.l.flow.jobs {
+		if len(note.deps) > 0 {
+			waiting(id)
+		}
+	}
+	for _, byOn := range callbacks {
+		for _, id := range byOn {
+			waiting(id)
+		}
+	}
+	return out
+}
+
 // history answers what status a job had at an audit sequence number.
 type history map[int64][]transition
 
