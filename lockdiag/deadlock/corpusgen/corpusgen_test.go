@@ -60,7 +60,11 @@ func TestGenerated(t *testing.T) {
 						why, err := sc.cannot(ctx, admin, srv)
 						require.NoError(t, err)
 						if why != "" {
-							t.Skipf("%s cannot produce this deadlock: %s", srv.name, why)
+							// Not a missing server: this one has asked to be
+							// told apart (cannot read it from the server), and
+							// the scenario does not exist there.
+							t.Logf("%s cannot produce this deadlock: %s", srv.name, why)
+							return
 						}
 					}
 					srv := srv
