@@ -59,7 +59,17 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		}
 		if free > 0 && fetchCtx.Err() == nil {
 			began := time.Now()
-			jobs, err := c.exec.JobClaim(fetchCtx, &driver.JobClaimParams{Queue: p.queue, Max: free})
+			// A deadlock victim, a lock wait timeout or a busy SQLite is
+			// retried with backoff, like every unit of work: its
+			// transaction was rolled back and it claimed nothing. A lost
+			// connection is not: the claim may have committed (the reaper
+			// returns such jobs), and it is logged below.
+			var jobs []*JobRow
+			err := c.retryDB(fetchCtx, "claim", func(ctx context.Context) error {
+				var err error
+				jobs, err = c.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: p.queue, Max: free})
+				return err
+			})
 			if err == nil {
 				c.emit(Event{Kind: EventClaimed, Queue: p.queue, Count: len(jobs), Took: time.Since(began)})
 			}
