@@ -401,7 +401,8 @@ func (e *Executor) fireCallbacks(ctx context.Context, q Querier, runID int64, ro
 	return nil
 }
 
-// runCounts counts a run's jobs by status inside the caller's transaction.
+// runCounts counts a run's jobs by status through the run index, on q (a
+// pool, or the caller's transaction, whose own writes it then sees).
 func (e *Executor) runCounts(ctx context.Context, q Querier, runID int64) (rowtype.RunCounts, error) {
 	rows, err := e.query(ctx, q, catalog.RunCounts, e.cat().Get(catalog.RunCounts).SQL, runID)
 	if err != nil {

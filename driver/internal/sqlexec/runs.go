@@ -59,19 +59,6 @@ func (e *Executor) getRun(ctx context.Context, q Querier, id int64) (*rowtype.Ru
 
 // RunCounts counts a run's jobs by status through the run index.
 func (e *Executor) RunCounts(ctx context.Context, id int64) (rowtype.RunCounts, error) {
-	rows, err := e.query(ctx, e.q, catalog.RunCounts, e.cat().Get(catalog.RunCounts).SQL, id)
-	if err != nil {
-		return nil, e.wrap(fmt.Sprintf("count run %d", id), err)
-	}
-	defer rows.Close()
-	out := rowtype.RunCounts{}
-	for rows.Next() {
-		var status string
-		var n int64
-		if err := rows.Scan(&status, &n); err != nil {
-			return nil, e.wrap(fmt.Sprintf("count run %d", id), err)
-		}
-		out[rowtype.JobStatus(status)] = int(n)
-	}
-	return out, e.wrap(fmt.Sprintf("count run %d", id), rows.Err())
+	counts, err := e.runCounts(ctx, e.q, id)
+	return counts, e.wrap(fmt.Sprintf("count run %d", id), err)
 }
