@@ -49,11 +49,12 @@ deps-oracle-mysql:
 vet:
 	$(GO) vet ./...
 
-# go mod tidy must leave both modules as committed: a dependency is chosen,
+# go mod tidy must leave every module (root, bench, otel) as committed: a dependency is chosen,
 # not accreted, and an indirect mark on a direct import hides which it is.
 tidy-check:
 	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy would change go.mod/go.sum:"; $(GO) mod tidy -diff; exit 1; }
 	@cd bench && { $(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy would change bench/go.mod/go.sum:"; $(GO) mod tidy -diff; exit 1; }; }
+	@cd otel && { $(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy would change otel/go.mod/go.sum:"; $(GO) mod tidy -diff; exit 1; }; }
 
 test: deps tidy-check
 	@unformatted="$$(gofmt -l .)"; \
@@ -61,7 +62,15 @@ test: deps tidy-check
 	  echo "gofmt -l reports unformatted files:"; echo "$$unformatted"; exit 1; \
 	fi
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/lab/lockorder$$')
+	cd otel && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
+	# The writer pairs interleave every pair of writers at every statement
+	# (over 2,000 interleavings): a test of the servers' locks, run without
+	# the race detector, which would slow it past any use.
+	$(GO) test -count=1 -timeout 75m ./lab/lockorder/
+	# The limits' load tests at full size (5,000 jobs per server), which
+	# the race detector would slow past any use.
+	$(GO) test -count=1 -timeout 15m -run '^TestLimit' .
 
 demo:
 	$(GO) run ./cmd/lockstep demo
@@ -112,3 +121,4 @@ bench-smoke: deps bench-check bench-build
 	$(BENCH) --log-level warn depth --depths 1000 --claims 20 --lock-samples 1
 	$(BENCH) --log-level warn latency --rates 20,200 --duration 1s --tuned-min-poll 0
 	$(BENCH) --log-level warn waiting --reps 1 --jobs 500 --waiting 2000
+	$(BENCH) --log-level warn limits --reps 1 --jobs 500 --rate-jobs 300 --keys 100 --serial-jobs 500

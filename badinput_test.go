@@ -475,6 +475,8 @@ func TestBadInputSchemaVersion(t *testing.T) {
 		m, err := migrate.New(drv)
 		require.NoError(t, err)
 		latest := m.Latest()
+		all := m.All()
+		previous := all[len(all)-2].Version // numbers may skip one another dialect has
 		ws := lockstep.NewWorkers()
 		lockstep.AddWorker(ws, lockstep.WorkFunc(func(context.Context, *lockstep.Job[existingArgs]) error { return nil }))
 		c, err := lockstep.NewClient(drv, lockstep.Config{Workers: ws, Logger: quietBadInputLogger(), PollInterval: 50 * time.Millisecond})
@@ -487,7 +489,7 @@ func TestBadInputSchemaVersion(t *testing.T) {
 		before := testdb.TakeSnapshot(t, drv.DB())
 		err = c.Start(ctx)
 		require.ErrorIs(t, err, lockstep.ErrSchemaVersion)
-		require.ErrorContains(t, err, fmt.Sprintf("at migration %d, this binary needs %d: run `lockstep migrate up`", latest-1, latest))
+		require.ErrorContains(t, err, fmt.Sprintf("at migration %d, this binary needs %d: run `lockstep migrate up`", previous, latest))
 		require.Equal(t, before, testdb.TakeSnapshot(t, drv.DB()), "a refused start changes nothing")
 		_, err = m.Up(ctx)
 		require.NoError(t, err)

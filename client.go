@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/migrate"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Client enqueues jobs, and with Start runs workers for its queues.
@@ -25,6 +26,8 @@ type Client struct {
 	exec   driver.Executor
 	cfg    Config
 	logger *slog.Logger
+	// claimTrace, set by tests only, observes the producers' statements.
+	claimTrace *driver.StatementTrace
 
 	mu       sync.Mutex
 	started  bool
@@ -38,7 +41,12 @@ type Client struct {
 	settings   atomic.Pointer[queueSettings]
 	settingsMu sync.Mutex
 	periodic   []periodicEntry // checked at NewClient
+	// processID is the id registered at Start (lockstep_processes), which
+	// the claims write to claimed_by; set before the producers start.
+	processID string
+	process   *rowtype.ProcessRow
 
+	history     *historyAgg        // counts finishes for the rollup; nil with DisableHistory
 	completer   *completer         // batches DONE results while the client runs
 	fetchCancel context.CancelFunc // stops claiming
 	workCancel  context.CancelCauseFunc
@@ -70,11 +78,15 @@ func NewClient(drv driver.Driver, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lockstep: %w", err)
 	}
-	return &Client{
+	cl := &Client{
 		drv: drv, exec: drv.Executor(), cfg: c, logger: c.Logger,
 		running: map[int64]*runningJob{}, wake: map[string]chan struct{}{},
 		periodic: periodic,
-	}, nil
+	}
+	if !c.DisableHistory {
+		cl.history = newHistoryAgg()
+	}
+	return cl, nil
 }
 
 // Dialect is the client's database: "mysql", "postgres" or "sqlite".
@@ -104,6 +116,12 @@ func (c *Client) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
+	if err := c.applyConfiguredLimits(ctx); err != nil {
+		c.mu.Lock()
+		c.started = false
+		c.mu.Unlock()
+		return fmt.Errorf("lockstep: start: %w", err)
+	}
 	if len(c.cfg.Queues) > 0 {
 		// Paused queues must not be claimed from even once.
 		if err := c.retryDBIdempotent(ctx, "read queue settings", c.refreshQueueSettings); err != nil {
@@ -114,9 +132,18 @@ func (c *Client) Start(ctx context.Context) error {
 		}
 	}
 	fetchCtx, fetchCancel := context.WithCancel(context.Background())
+	if c.claimTrace != nil {
+		fetchCtx = driver.WithStatementTrace(fetchCtx, c.claimTrace)
+	}
 	workCtx, workCancel := context.WithCancelCause(context.Background())
 	maintCtx, maintCancel := context.WithCancel(context.Background())
+	// Register before the first claim, so that every claim names a
+	// process the table has (or will have: a failed insert is retried by
+	// the process heartbeat).
+	proc := c.newProcess()
+	c.register(ctx, proc)
 	c.mu.Lock()
+	c.processID, c.process = proc.ID, proc
 	c.fetchCancel, c.workCancel, c.maintCancel = fetchCancel, workCancel, maintCancel
 	for name := range c.cfg.Queues {
 		c.wake[name] = make(chan struct{}, 1)
@@ -135,6 +162,8 @@ func (c *Client) Start(ctx context.Context) error {
 		}()
 	}
 	c.startListener(ctx, fetchCtx)
+	c.maint.Add(1)
+	go func() { defer c.maint.Done(); c.processLoop(maintCtx, proc) }()
 	if len(c.cfg.Queues) > 0 {
 		c.maint.Add(2)
 		go func() { defer c.maint.Done(); c.heartbeatLoop(maintCtx) }()
@@ -148,6 +177,10 @@ func (c *Client) Start(ctx context.Context) error {
 		}
 		c.maint.Add(1)
 		go func() { defer c.maint.Done(); c.periodicLoop(maintCtx, e, now) }()
+	}
+	if c.history != nil {
+		c.maint.Add(1)
+		go func() { defer c.maint.Done(); c.historyLoop(maintCtx) }()
 	}
 	if !c.cfg.DisableRetention {
 		c.maint.Add(1)
@@ -235,9 +268,24 @@ func (c *Client) stop(ctx context.Context, cancelJobs bool) error {
 	}
 	c.maintCancel()
 	c.maint.Wait()
+	// Every result is written: the last counts go to the history.
+	fctx, fcancel := context.WithTimeout(context.Background(), c.cfg.FinishTimeout)
+	if ferr := c.FlushHistory(fctx); ferr != nil {
+		c.logger.Warn("lockstep: history flush at stop failed; its counts are lost", "err", ferr)
+	}
+	fcancel()
 	c.workCancel(ErrClientStopping)
+	// A clean stop: every job has written its result; the process's row
+	// goes.
+	c.mu.Lock()
+	proc := c.process
+	c.mu.Unlock()
+	if proc != nil {
+		c.deregister(proc)
+	}
 	c.mu.Lock()
 	c.started, c.stopping = false, false
+	c.processID, c.process = "", nil
 	c.mu.Unlock()
 	c.logger.Info("lockstep: client stopped")
 	return err

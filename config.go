@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 	"unicode"
 )
@@ -13,6 +14,11 @@ import (
 type QueueConfig struct {
 	// MaxWorkers is how many of the queue's jobs this client runs at once.
 	MaxWorkers int
+	// Limits, when set, are written as the queue's shared limits when the
+	// client starts (as SetQueueLimits would): every process then claims
+	// under them. Unset leaves the queue's limits as they are, set by
+	// another process or at runtime (lockstep queues limit).
+	Limits *QueueLimits
 }
 
 // DefaultQueue is the queue of jobs enqueued without one.
@@ -77,6 +83,27 @@ type Config struct {
 	// run in every process at once).
 	DisableRetention bool
 
+	// ProcessRetention is how old a registered process's heartbeat must be
+	// before retention deletes its row (a process killed without a clean
+	// Stop; one that stops cleanly deletes its own). Dead processes are
+	// shown until then. Default DefaultProcessRetention; it must exceed
+	// ReapAfter.
+	ProcessRetention time.Duration
+	// HistoryFlushInterval is how often a client adds the counts of the
+	// jobs it finished (done, failed, retried, cancelled, run time) per
+	// minute, queue and kind to the history rollup, in a short
+	// transaction of its own; Stop flushes once more. A process that dies
+	// loses what it counted since its last flush. Default
+	// DefaultHistoryFlushInterval (10s).
+	HistoryFlushInterval time.Duration
+	// HistoryRetention is how long the rollup keeps a minute; retention
+	// deletes older rows. Default DefaultHistoryRetention (30 days); a
+	// negative value keeps them forever.
+	HistoryRetention time.Duration
+	// DisableHistory turns off this client's counting and flushing (the
+	// rollup's retention still runs with the job retention).
+	DisableHistory bool
+
 	// QueueSettingsInterval is how often a client that serves queues
 	// re-reads their shared settings (PauseQueue, SetQueueMaxWorkers) to
 	// pick up what other processes set. Default 500ms, so that a pause
@@ -113,6 +140,15 @@ type Config struct {
 	// metrics package hangs off it. It is called synchronously from the
 	// client's goroutines, so it must be quick and safe for concurrent use.
 	OnEvent func(Event)
+
+	// WorkerMiddleware wraps the execution of every job this client runs,
+	// the first in the list outermost, around each worker's own
+	// (WorkerWithMiddleware); see WorkerMiddleware. Default: none.
+	WorkerMiddleware []WorkerMiddleware
+	// InsertMiddleware wraps every insert through this client (Insert,
+	// InsertMany, their Tx variants, InsertRun, periodic jobs), the first
+	// in the list outermost; see InsertMiddleware. Default: none.
+	InsertMiddleware []InsertMiddleware
 }
 
 // withDefaults returns a validated copy of c with defaults filled in.
@@ -129,6 +165,11 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if q.MaxWorkers < 1 || q.MaxWorkers > MaxQueueWorkers {
 			return c, fmt.Errorf("config: queue %q: MaxWorkers must be between 1 and %d, got %d", name, MaxQueueWorkers, q.MaxWorkers)
+		}
+		if q.Limits != nil {
+			if err := validLimits(*q.Limits); err != nil {
+				return c, fmt.Errorf("config: queue %q: Limits: %w", name, err)
+			}
 		}
 	}
 	def := func(d *time.Duration, v time.Duration, name string) error {
@@ -149,6 +190,8 @@ func (c Config) withDefaults() (Config, error) {
 		def(&c.FinishTimeout, 30*time.Second, "FinishTimeout"),
 		def(&c.RetentionInterval, time.Minute, "RetentionInterval"),
 		def(&c.QueueSettingsInterval, 500*time.Millisecond, "QueueSettingsInterval"),
+		def(&c.ProcessRetention, DefaultProcessRetention, "ProcessRetention"),
+		def(&c.HistoryFlushInterval, DefaultHistoryFlushInterval, "HistoryFlushInterval"),
 	}
 	for _, r := range []struct {
 		d   *time.Duration
@@ -158,6 +201,9 @@ func (c Config) withDefaults() (Config, error) {
 			*r.d = r.def
 		}
 	}
+	if c.HistoryRetention == 0 {
+		c.HistoryRetention = DefaultHistoryRetention
+	}
 	if c.JobTimeout < 0 {
 		errs = append(errs, errors.New("config: JobTimeout must not be negative"))
 	}
@@ -166,6 +212,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MinPollInterval > c.PollInterval {
 		c.MinPollInterval = c.PollInterval
+	}
+	if c.ProcessRetention <= c.ReapAfter {
+		return c, fmt.Errorf("config: ProcessRetention (%s) must exceed ReapAfter (%s), or a dead process's row would go before its jobs are reaped", c.ProcessRetention, c.ReapAfter)
 	}
 	if c.ReapAfter <= 2*c.HeartbeatInterval {
 		return c, fmt.Errorf("config: ReapAfter (%s) must exceed twice HeartbeatInterval (%s), or live jobs would be reaped", c.ReapAfter, c.HeartbeatInterval)
@@ -188,6 +237,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxArgsBytes == 0 {
 		c.MaxArgsBytes = 1 << 20
 	}
+	if err := errors.Join(checkMiddleware("WorkerMiddleware", c.WorkerMiddleware), checkMiddleware("InsertMiddleware", c.InsertMiddleware)); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	// The client's own copies: a caller appending to its slices later
+	// changes nothing in a running client.
+	c.WorkerMiddleware = slices.Clone(c.WorkerMiddleware)
+	c.InsertMiddleware = slices.Clone(c.InsertMiddleware)
 	return c, nil
 }
 

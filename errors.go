@@ -16,6 +16,11 @@ type (
 	Run = rowtype.RunRow
 	// RunCounts counts a run's jobs by status.
 	RunCounts = rowtype.RunCounts
+	// RunStatus is a run's stored status: ACTIVE or CANCELLED.
+	RunStatus = rowtype.RunStatus
+	// RunState is what a run is for people: ACTIVE, DONE, FAILED or
+	// CANCELLED (see RunStateOf).
+	RunState = rowtype.RunState
 	// JobStatus is a job's state.
 	JobStatus = rowtype.JobStatus
 	// AttemptError is one entry of a job's error history.
@@ -30,6 +35,7 @@ type (
 const (
 	StatusWaiting   = rowtype.StatusWaiting
 	StatusPending   = rowtype.StatusPending
+	StatusBlocked   = rowtype.StatusBlocked
 	StatusRunning   = rowtype.StatusRunning
 	StatusDone      = rowtype.StatusDone
 	StatusFailed    = rowtype.StatusFailed
@@ -50,6 +56,9 @@ const (
 var (
 	// ErrRunCancelled: jobs cannot be enqueued into a cancelled run.
 	ErrRunCancelled = rowtype.ErrRunCancelled
+	// ErrRunFinished: CancelRun refuses a run whose jobs have all ended;
+	// its status stays what its jobs say (DONE or FAILED).
+	ErrRunFinished = rowtype.ErrRunFinished
 	// ErrRunClosed: a run created with callbacks takes no more jobs.
 	ErrRunClosed = rowtype.ErrRunClosed
 	// ErrNotFound: no job or run with that id.

@@ -48,6 +48,10 @@ const (
 	// EventPeriodicDuplicate: a periodic job's tick was already enqueued
 	// (by another process, or before a restart); nothing was inserted.
 	EventPeriodicDuplicate EventKind = "periodic_duplicate"
+	// EventLimited: a claim of a limited Queue made Count jobs BLOCKED
+	// (their key at its limit, or their sequence busy), and moved the
+	// available_at of Deferred other jobs (their key's rate window full).
+	EventLimited EventKind = "limited"
 )
 
 // Event is one thing a client did, for metrics and tracing. Fields that do
@@ -64,6 +68,7 @@ type Event struct {
 	Retry     bool
 	Snoozed   bool
 	Discarded bool
+	Deferred  int
 	Op        string
 	Code      string
 	ErrorKind ErrorKind

@@ -29,16 +29,41 @@ func (c *Client) execute(workCtx context.Context, job *JobRow) {
 	c.finish(job, err, nextRetry, time.Since(start), context.Cause(ctx), out.bytes())
 }
 
-// runWorker decodes the args and calls the worker, turning panics into
-// errors. nextRetry is the worker's own retry delay, if it has one.
+// runWorker runs the job through the middleware (Config.WorkerMiddleware,
+// then the worker's own) to the worker, turning panics into errors.
+// nextRetry is the worker's own retry delay, if it has one.
 func (c *Client) runWorker(ctx context.Context, job *JobRow) (err error, nextRetry func() (time.Duration, bool)) {
-	var entry *workerEntry
-	if c.cfg.Workers != nil {
-		entry = c.cfg.Workers.byKind[job.Kind]
-	}
-	if entry == nil {
-		return fmt.Errorf("%w %q in this process", ErrUnknownKind, job.Kind), nil
-	}
+	// Middleware and worker get a copy of the row: the finish is fenced on
+	// the original's id and attempt, which they must not be able to change.
+	seen := *job
+	// A panic in a middleware is recovered here, as a worker's is below:
+	// the job records it and the process lives on.
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: string(debug.Stack())}
+		}
+	}()
+	err = runWorkerMiddleware(ctx, c.cfg.WorkerMiddleware, &seen, func(ctx context.Context) error {
+		var entry *workerEntry
+		if c.cfg.Workers != nil {
+			entry = c.cfg.Workers.byKind[job.Kind]
+		}
+		if entry == nil {
+			return fmt.Errorf("%w %q in this process", ErrUnknownKind, job.Kind)
+		}
+		return runWorkerMiddleware(ctx, entry.middleware, &seen, func(ctx context.Context) error {
+			var err error
+			err, nextRetry = c.work(ctx, &seen, entry)
+			return err
+		})
+	})
+	return err, nextRetry
+}
+
+// work decodes the args and calls the worker under the job's timeout,
+// turning a panic into a *PanicError, which is what the middleware around
+// it sees: an error, never a panic.
+func (c *Client) work(ctx context.Context, job *JobRow, entry *workerEntry) (err error, nextRetry func() (time.Duration, bool)) {
 	run, timeoutOf, next, err := entry.prepare(job)
 	if err != nil {
 		return Permanent(err), nil
@@ -72,7 +97,7 @@ func (c *Client) runWorker(ctx context.Context, job *JobRow) (err error, nextRet
 // database errors; it is not bound to the client's stop, so a stopping
 // client still records what its jobs did.
 func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration, bool), took time.Duration, cause error, output []byte) {
-	p := &driver.JobFinishParams{ID: job.ID, Attempt: job.Attempts, RunID: job.RunID, Dependents: job.Dependents}
+	p := &driver.JobFinishParams{ID: job.ID, Attempt: job.Attempts, RunID: job.RunID, Dependents: job.Dependents, Queue: job.Queue, LimitKey: job.LimitKey}
 	if job.Dependents > 0 {
 		p.Flow = &driver.FlowCounts{}
 	}
@@ -104,7 +129,7 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 		// The completer reports once the DONE is committed (or failed);
 		// Stop writes every queued DONE before it returns, and a process
 		// that dies first leaves the job RUNNING for the reaper.
-		c.completer.enqueue(driver.JobRef{ID: p.ID, Attempt: p.Attempt}, func(wrote bool, err error) {
+		c.completer.enqueue(driver.JobRef{ID: p.ID, Attempt: p.Attempt, Queue: job.Queue, LimitKey: job.LimitKey}, func(wrote bool, err error) {
 			c.finished(job, p, werr, took, cause, began, wrote, err)
 		})
 		return
@@ -116,6 +141,7 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 	err := c.retryDBIdempotent(ctx, "finish", func(ctx context.Context) error {
 		var err error
 		wrote, err = c.exec.JobFinish(ctx, p)
+		err = c.released("finish", err)
 		lost = lost || c.drv.ClassifyError(err) == rowtype.ErrorConnection
 		return err
 	})
@@ -136,12 +162,26 @@ func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, to
 			c.emit(Event{Kind: EventCallback, Queue: job.Queue, JobKind: job.Kind, Count: p.Flow.Callbacks})
 		}
 	}
+	if err == nil && wrote {
+		c.recordFinish(job, p.Status, p.Snooze, took)
+	}
 	if err == nil {
 		c.emit(Event{
 			Kind: EventJobFinished, Queue: job.Queue, JobKind: job.Kind, Status: p.Status,
 			Took: time.Since(began), Ran: took, Snoozed: p.Snooze,
 			Retry: p.Status == rowtype.StatusPending && !p.Snooze, Discarded: !wrote,
 		})
+	}
+	if err == nil && wrote && job.LimitKey != "" {
+		// Its end released (after its commit) what its key held back:
+		// claim again now, rather than at the next poll.
+		c.wakeQueue(job.Queue)
+	}
+	if err == nil && !wrote {
+		// Cancelled (or reaped) while it ran: its worker has returned now.
+		// A cancelled job records when (its finish time), and frees the
+		// slot of a limited queue it may still hold.
+		c.releaseCancelled(job)
 	}
 	if err == nil && wrote && p.Status == rowtype.StatusDone && !c.logger.Enabled(context.Background(), slog.LevelDebug) {
 		// The common case logs nothing: skip building the logger.
@@ -230,6 +270,7 @@ func (p *completer) write(batch []*completion) {
 	err := p.c.retryDBIdempotent(ctx, "complete", func(ctx context.Context) error {
 		var err error
 		written, err = p.c.exec.JobCompleteMany(ctx, refs)
+		err = p.c.released("complete", err)
 		lost = lost || p.c.drv.ClassifyError(err) == rowtype.ErrorConnection
 		return err
 	})

@@ -2,6 +2,8 @@ package lockstep
 
 import (
 	"testing"
+
+	"github.com/lockstep-queue/lockstep/driver"
 	"time"
 )
 
@@ -38,3 +40,7 @@ func NextTick(p PeriodicJob, t time.Time) (time.Time, error) {
 	}
 	return s.Next(t), nil
 }
+
+// SetClaimTrace makes the client's producers report their statements to
+// tr; set before Start.
+func (c *Client) SetClaimTrace(tr *driver.StatementTrace) { c.claimTrace = tr }

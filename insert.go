@@ -36,6 +36,13 @@ type InsertOpts struct {
 	// Unique, when set, enqueues the job only if no job with the same
 	// unique key is in one of the unique statuses; see UniqueOpts.
 	Unique *UniqueOpts
+	// LimitKey is the key the queue's per-key limits count the job under:
+	// its KeyConcurrency, its sequences and a per-key rate (see
+	// QueueLimits). A kind usually derives it from its args in its
+	// InsertOpts (a customer id, an account); jobs without one are limited
+	// only by the queue's own limits. At most MaxLimitKeyLen bytes of
+	// UTF-8, compared byte for byte.
+	LimitKey string
 }
 
 // JobArgsWithInsertOpts is implemented by args whose kind has default
@@ -71,6 +78,9 @@ func withKindDefaults(o, def InsertOpts) (InsertOpts, error) {
 	}
 	if o.Unique == nil {
 		o.Unique = def.Unique
+	}
+	if o.LimitKey == "" {
+		o.LimitKey = def.LimitKey
 	}
 	return o, nil
 }
@@ -141,13 +151,28 @@ func (c *Client) insert(ctx context.Context, params []InsertManyParams) ([]Inser
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	res, err := c.insertRows(ctx, c.exec, true, runID, rows)
+	res, err := c.runInsertMiddleware(ctx, argsOf(params), rows, func(ctx context.Context) ([]InsertResult, error) {
+		res, err := c.insertRows(ctx, c.exec, true, runID, rows)
+		if err != nil {
+			return nil, err
+		}
+		c.wakeFor(rows, res)
+		c.emitEnqueued(rows, res)
+		return res, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	c.wakeFor(rows, res)
-	c.emitEnqueued(rows, res)
 	return res, nil
+}
+
+// argsOf lists the args of params, for the insert middleware.
+func argsOf(params []InsertManyParams) []JobArgs {
+	args := make([]JobArgs, len(params))
+	for i, p := range params {
+		args[i] = p.Args
+	}
+	return args
 }
 
 // emitEnqueued reports one EventEnqueued per inserted job (not for a
@@ -173,12 +198,19 @@ func (c *Client) insertTx(ctx context.Context, tx any, params []InsertManyParams
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	res, err := c.insertRows(ctx, ex, false, runID, rows)
+	res, err := c.runInsertMiddleware(ctx, argsOf(params), rows, func(ctx context.Context) ([]InsertResult, error) {
+		res, err := c.insertRows(ctx, ex, false, runID, rows)
+		if err != nil {
+			return nil, err
+		}
+		// The jobs are invisible until the caller commits; the poll finds
+		// them.
+		c.emitEnqueued(rows, res)
+		return res, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	// The jobs are invisible until the caller commits; the poll finds them.
-	c.emitEnqueued(rows, res)
 	return res, nil
 }
 
@@ -303,6 +335,9 @@ func (c *Client) encodeJob(p InsertManyParams) (driver.JobInsertParams, error) {
 	if o.RunID < 0 {
 		return driver.JobInsertParams{}, fmt.Errorf("run id must be positive, got %d", o.RunID)
 	}
+	if err := validLimitKey(o.LimitKey); err != nil {
+		return driver.JobInsertParams{}, err
+	}
 	at := o.ScheduledAt
 	if o.Delay > 0 {
 		at = time.Now().Add(o.Delay)
@@ -316,7 +351,7 @@ func (c *Client) encodeJob(p InsertManyParams) (driver.JobInsertParams, error) {
 	}
 	row := driver.JobInsertParams{
 		RunID: o.RunID, Queue: o.Queue, Kind: kind, Args: args,
-		Priority: o.Priority, MaxAttempts: o.MaxAttempts, ScheduledAt: at,
+		Priority: o.Priority, MaxAttempts: o.MaxAttempts, ScheduledAt: at, LimitKey: o.LimitKey,
 	}
 	if o.Metadata != nil {
 		if row.Metadata, err = c.encodeSmallJSON("metadata", o.Metadata); err != nil {

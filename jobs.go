@@ -13,6 +13,20 @@ type (
 	JobPageParams = rowtype.JobPageParams
 	JobPage       = rowtype.JobPage
 	JobListParams = rowtype.JobListParams
+	// JobView is an operator's view of PENDING jobs (JobPageParams.View).
+	JobView = rowtype.JobView
+)
+
+// MaxSearchLen bounds JobPageParams.Search.
+const MaxSearchLen = rowtype.MaxSearchLen
+
+// The views of JobPageParams.View.
+const (
+	// ViewScheduled: PENDING jobs available later.
+	ViewScheduled = rowtype.ViewScheduled
+	// ViewRetrying: PENDING jobs after a failed attempt, waiting for the
+	// next (their available_at is the next attempt's time).
+	ViewRetrying = rowtype.ViewRetrying
 )
 
 // JobPage lists jobs newest first, filtered, examining a bounded window of
@@ -50,7 +64,7 @@ func (c *Client) CancelJob(ctx context.Context, id int64) (bool, error) {
 	err := c.retryDBIdempotent(ctx, "cancel job", func(ctx context.Context) error {
 		var err error
 		ok, err = c.exec.JobCancel(ctx, id)
-		return err
+		return c.released("cancel job", err)
 	})
 	if err != nil {
 		return false, fmt.Errorf("cancel job: %w", err)
@@ -58,6 +72,20 @@ func (c *Client) CancelJob(ctx context.Context, id int64) (bool, error) {
 	if ok {
 		c.cancelLocal(id)
 		c.emit(Event{Kind: EventCancelled, Count: 1})
+		if c.history != nil {
+			// Its queue and kind, for the history (best effort: a cancel
+			// is rare, and the job may be pruned already).
+			if j, err := c.exec.JobGet(ctx, id); err == nil {
+				c.recordCancel(j.Queue, j.Kind)
+			}
+			c.mu.Lock()
+			started := c.started
+			c.mu.Unlock()
+			if !started {
+				// No flush loop here (a CLI's client): now.
+				_ = c.FlushHistory(ctx)
+			}
+		}
 	}
 	return ok, nil
 }

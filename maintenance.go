@@ -69,6 +69,7 @@ func (c *Client) reapLoop(ctx context.Context) {
 		if _, err := c.Reap(ctx); err != nil && ctx.Err() == nil {
 			c.logger.Error("lockstep: reap failed", "err", err)
 		}
+		c.limitSweep(ctx)
 	})
 }
 
@@ -84,7 +85,7 @@ func (c *Client) Reap(ctx context.Context) ([]ReapResult, error) {
 	err := c.retryDBIdempotent(ctx, "reap", func(ctx context.Context) error {
 		var err error
 		out, err = c.exec.JobReap(ctx, &driver.JobReapParams{StaleAfter: c.cfg.ReapAfter, Max: 1000})
-		return err
+		return c.released("reap", err)
 	})
 	for _, r := range out {
 		c.emit(Event{Kind: EventReaped, Status: r.Status})
@@ -105,6 +106,14 @@ func (c *Client) retentionLoop(ctx context.Context) {
 	every(ctx, c.cfg.RetentionInterval, func(ctx context.Context) {
 		if _, err := c.Prune(ctx); err != nil && ctx.Err() == nil {
 			c.logger.Error("lockstep: retention failed", "err", err)
+		}
+		if _, err := c.PruneProcesses(ctx); err != nil && ctx.Err() == nil {
+			c.logger.Error("lockstep: retention of dead processes failed", "err", err)
+		}
+		if n, err := c.PruneHistory(ctx); err != nil && ctx.Err() == nil {
+			c.logger.Error("lockstep: history retention failed", "err", err)
+		} else if n > 0 {
+			c.logger.Info("lockstep: retention deleted old history", "rows", n)
 		}
 	})
 }

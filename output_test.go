@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ func TestOutputAndMetadata(t *testing.T) {
 		ctx := context.Background()
 		ws := lockstep.NewWorkers()
 		recordErrs := make(chan error, 8)
+		var pairMu sync.Mutex // each job's two refusals go in together, whatever the jobs' interleaving
 		lockstep.AddWorker(ws, lockstep.WorkFunc(func(ctx context.Context, j *lockstep.Job[resizeArgs]) error {
 			if j.Args.Image == "" {
 				return nil // no output
@@ -37,8 +39,10 @@ func TestOutputAndMetadata(t *testing.T) {
 			require.NoError(t, lockstep.RecordOutput(ctx, map[string]any{"first": true}))
 			// A later call replaces the earlier one.
 			require.NoError(t, lockstep.RecordOutput(ctx, map[string]any{"thumbnail": j.Args.Image + ".small", "bytes": 1234}))
+			pairMu.Lock()
 			recordErrs <- lockstep.RecordOutput(ctx, func() {})
 			recordErrs <- lockstep.RecordOutput(ctx, "a\x00b")
+			pairMu.Unlock()
 			// An escaped backslash before "u0000" is not a U+0000.
 			require.NoError(t, lockstep.RecordOutput(ctx, map[string]any{"thumbnail": j.Args.Image + ".small", "bytes": 1234, "path": `C:\u0000`}))
 			if j.Args.Fail {

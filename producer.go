@@ -42,6 +42,11 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	defer timer.Stop()
 	polled := true // this claim is a poll: the timer fired
 	failures := 0  // claims failed in a row
+	// throttledUntil is when the queue's rate limit next frees a start;
+	// held is whether the last claim found the queue at its concurrency
+	// limit (another process's finish frees a slot: poll for it).
+	var throttledUntil time.Time
+	held := false
 	for {
 		// Drain finished jobs before deciding how many to claim.
 		for drained := false; !drained; {
@@ -57,7 +62,11 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		if paused {
 			free = 0
 		}
-		if free > 0 && fetchCtx.Err() == nil {
+		// A queue whose rate limit is spent is not claimed from until a
+		// start frees up: no statement while it is throttled.
+		throttled := time.Now().Before(throttledUntil)
+		held = false
+		if free > 0 && fetchCtx.Err() == nil && !throttled {
 			began := time.Now()
 			// A deadlock victim, a lock wait timeout or a busy SQLite is
 			// retried with backoff, like every unit of work: its
@@ -65,9 +74,18 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			// connection is not: the claim may have committed (the reaper
 			// returns such jobs), and it is logged below.
 			var jobs []*JobRow
+			var limited *driver.LimitedClaim
+			lim := c.queueLimits(p.queue)
 			err := c.retryDB(fetchCtx, "claim", func(ctx context.Context) error {
 				var err error
-				jobs, err = c.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: p.queue, Max: free})
+				if lim.Any() {
+					limited, err = c.exec.JobClaimLimited(ctx, &driver.JobClaimParams{Queue: p.queue, Max: free, Limits: lim, Grace: c.cfg.ReapAfter, ProcessID: c.processID})
+					if limited != nil {
+						jobs = limited.Jobs
+					}
+					return c.released("claim", err)
+				}
+				jobs, err = c.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: p.queue, Max: free, ProcessID: c.processID})
 				return err
 			})
 			if err == nil {
@@ -124,6 +142,9 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			if len(jobs) > 0 && len(jobs) == free {
 				interval = 0
 			}
+			if err == nil && limited != nil {
+				interval = p.afterLimited(limited, interval, &throttledUntil, &held)
+			}
 		}
 		if !timer.Stop() {
 			select {
@@ -132,9 +153,12 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			}
 		}
 		wait := interval
-		if running >= limit || paused {
+		if running >= limit || paused || held {
 			// A finish, a resume or a new limit wakes the producer.
 			wait = c.cfg.PollInterval
+		}
+		if throttled := time.Until(throttledUntil); throttled > 0 && running < limit && !paused {
+			wait = throttled
 		}
 		timer.Reset(max(wait, time.Millisecond))
 		polled = false
@@ -148,4 +172,25 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			polled = true
 		}
 	}
+}
+
+// afterLimited is what a limited claim tells the producer about its next
+// one: a spent rate limit is waited out (by the database's clock, measured
+// from the claim), a full queue waits for a slot, keys another claim held
+// are tried again soon. It returns the next poll interval.
+func (p *producer) afterLimited(l *driver.LimitedClaim, interval time.Duration, throttledUntil *time.Time, held *bool) time.Duration {
+	c := p.c
+	if l.Blocked > 0 || l.Deferred > 0 {
+		c.emit(Event{Kind: EventLimited, Queue: p.queue, Count: l.Blocked, Deferred: l.Deferred})
+	}
+	switch {
+	case !l.RetryAt.IsZero():
+		*throttledUntil = time.Now().Add(max(l.RetryAt.Sub(l.Now), time.Millisecond))
+	case l.Full:
+		*held = true
+	case l.Skipped > 0 || l.Blocked > 0 || l.Deferred > 0:
+		// Jobs of other keys may be ready behind those it passed over.
+		interval = min(interval, c.cfg.MinPollInterval)
+	}
+	return interval
 }

@@ -91,6 +91,34 @@ func (c *Client) setQueue(ctx context.Context, op, queue string, fn func(ctx con
 	return nil
 }
 
+// RemoveQueueSettings removes a queue's shared settings — its pause, max
+// workers and limits — for every process (each re-reads them within
+// QueueSettingsInterval), and reports whether it had any. Its jobs are
+// left as they are and run as each process configures the queue; jobs its
+// limits held BLOCKED are released at once. `lockstep queues remove`
+// refuses a queue with live jobs first; this does not.
+func (c *Client) RemoveQueueSettings(ctx context.Context, queue string) (bool, error) {
+	var removed bool
+	err := c.setQueue(ctx, "remove queue settings", queue, func(ctx context.Context) error {
+		var err error
+		removed, err = c.exec.QueueDelete(ctx, queue)
+		return err
+	})
+	if err != nil || !removed {
+		return removed, err
+	}
+	// No limits now: nothing may stay BLOCKED. (The reap loop's sweep is
+	// the net for a process whose cached limits blocked a job since.)
+	n, err := c.exec.LimitSweep(ctx, queue)
+	if err != nil {
+		return true, fmt.Errorf("remove queue settings: release blocked jobs: %w", err)
+	}
+	if n > 0 {
+		c.wakeQueue(queue)
+	}
+	return true, nil
+}
+
 // queueLimit is whether the queue is paused and how many of its jobs this
 // process may run, by the last settings read.
 func (c *Client) queueLimit(queue string, configured int) (paused bool, limit int) {

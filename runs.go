@@ -3,6 +3,7 @@ package lockstep
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -89,35 +90,55 @@ func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs
 		callbacks = len(opts.Callbacks)
 	}
 	var run *Run
-	var res []InsertResult
-	err := c.retryDB(ctx, "create run", func(ctx context.Context) error {
-		tx, err := c.drv.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback() }()
-		if run, err = tx.RunInsert(ctx, &driver.RunInsertParams{Name: name, Metadata: meta, Callbacks: callbacks}); err != nil {
-			return err
-		}
-		if len(rows) > 0 {
-			withRun := make([]driver.JobInsertParams, len(rows))
-			for i, r := range rows {
-				r.RunID = run.ID
-				withRun[i] = r
-			}
-			// The run is new and invisible to others until commit, so there
-			// is no run lock to take first.
-			if res, err = c.insertRows(ctx, tx, false, 0, withRun); err != nil {
+	write := func(ctx context.Context) ([]InsertResult, error) {
+		var res []InsertResult
+		err := c.retryDB(ctx, "create run", func(ctx context.Context) error {
+			tx, err := c.drv.Begin(ctx)
+			if err != nil {
 				return err
 			}
+			defer func() { _ = tx.Rollback() }()
+			if run, err = tx.RunInsert(ctx, &driver.RunInsertParams{Name: name, Metadata: meta, Callbacks: callbacks}); err != nil {
+				return err
+			}
+			if len(rows) > 0 {
+				withRun := make([]driver.JobInsertParams, len(rows))
+				for i, r := range rows {
+					r.RunID = run.ID
+					withRun[i] = r
+				}
+				// The run is new and invisible to others until commit, so
+				// there is no run lock to take first.
+				if res, err = c.insertRows(ctx, tx, false, 0, withRun); err != nil {
+					return err
+				}
+			}
+			return tx.Commit()
+		})
+		if err != nil {
+			return nil, err
 		}
-		return tx.Commit()
-	})
+		c.wakeFor(rows, res)
+		c.emitEnqueued(rows, res)
+		return res, nil
+	}
+	var res []InsertResult
+	var err error
+	if len(rows) == 0 {
+		// A run without jobs inserts none: nothing for the insert
+		// middleware to see.
+		res, err = write(ctx)
+	} else {
+		res, err = c.runInsertMiddleware(ctx, runArgs(jobs, order, opts), rows, write)
+	}
+	if err == nil && run == nil {
+		// A middleware returned results without calling next: there is no
+		// run to return.
+		err = errors.New("an insert middleware returned without creating the run")
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("create run: %w", err)
 	}
-	c.wakeFor(rows, res)
-	c.emitEnqueued(rows, res)
 	if order != nil {
 		// Back to input order; the callbacks' results are not returned.
 		in := make([]InsertResult, len(jobs))
@@ -131,6 +152,25 @@ func (c *Client) InsertRun(ctx context.Context, name string, opts *RunOpts, jobs
 	return run, res, nil
 }
 
+// runArgs lists the args of an InsertRun's rows in the order they are
+// inserted (order, as workflowOf returns it), its callbacks last.
+func runArgs(jobs []InsertManyParams, order []int, opts *RunOpts) []JobArgs {
+	if order == nil {
+		return argsOf(jobs)
+	}
+	args := make([]JobArgs, len(order))
+	callback := 0
+	for k, i := range order {
+		if i >= 0 {
+			args[k] = jobs[i].Args
+			continue
+		}
+		args[k] = opts.Callbacks[callback].Args
+		callback++
+	}
+	return args
+}
+
 // CancelRun marks the run CANCELLED and cancels its PENDING and RUNNING
 // jobs, by primary key in ascending id order after reading their ids
 // without locking — the fix for the claim/cancel deadlock, with the run row
@@ -141,7 +181,7 @@ func (c *Client) CancelRun(ctx context.Context, runID int64) (*RunCancelResult, 
 	err := c.retryDBIdempotent(ctx, "cancel run", func(ctx context.Context) error {
 		var err error
 		res, err = c.exec.RunCancel(ctx, runID)
-		return err
+		return c.released("cancel run", err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel run: %w", err)
@@ -168,6 +208,27 @@ func (c *Client) Run(ctx context.Context, id int64) (*Run, RunCounts, error) {
 type RunSummary struct {
 	*Run
 	Counts BoundedRunCounts
+}
+
+// The run states: the one vocabulary for what a run is.
+const (
+	RunStateActive    = rowtype.RunStateActive
+	RunStateDone      = rowtype.RunStateDone
+	RunStateFailed    = rowtype.RunStateFailed
+	RunStateCancelled = rowtype.RunStateCancelled
+)
+
+// RunStateOf is the state of a run stored with status whose jobs count
+// counts: CANCELLED if it was cancelled; ACTIVE while a job has not ended
+// (or it has none, or the counts are a bound); else FAILED if a job
+// FAILED, DONE if none did.
+func RunStateOf(status RunStatus, counts RunCounts, capped bool) RunState {
+	return rowtype.RunStateOf(status, counts, capped)
+}
+
+// State is the run's state from its bounded counts.
+func (s *RunSummary) State() RunState {
+	return RunStateOf(s.Status, s.Counts.Counts, s.Counts.Capped)
 }
 
 // Runs lists runs newest first, each with its job counts (bounded by

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 )
 
@@ -58,6 +59,9 @@ func NewWorkers() *Workers { return &Workers{byKind: map[string]*workerEntry{}} 
 // row, so the executor needs no type parameters.
 type workerEntry struct {
 	kind string
+	// middleware is the worker's own (WorkerWithMiddleware), run inside
+	// Config.WorkerMiddleware.
+	middleware []WorkerMiddleware
 	// prepare decodes the args; an error is permanent (bad args). A panic
 	// while decoding (in an UnmarshalJSON of the args' type) is returned
 	// as a *PanicError, not raised: args are input, and a job's bad input
@@ -66,7 +70,8 @@ type workerEntry struct {
 }
 
 // AddWorker registers w for its args' kind. It panics on a kind registered
-// twice or an invalid kind name, a programming error found at start-up;
+// twice, an invalid kind name or a nil middleware of the worker's own, a
+// programming error found at start-up;
 // AddWorkerSafely returns the error instead.
 func AddWorker[T JobArgs](ws *Workers, w Worker[T]) {
 	if err := AddWorkerSafely(ws, w); err != nil {
@@ -109,7 +114,14 @@ func addWorker[T JobArgs](ws *Workers, kind string, w Worker[T], decode func(row
 	if _, dup := ws.byKind[kind]; dup {
 		return fmt.Errorf("add worker: kind %q is already registered", kind)
 	}
-	ws.byKind[kind] = &workerEntry{kind: kind, prepare: func(row *JobRow) (func(context.Context) error, func() (time.Duration, bool), func() (time.Duration, bool), error) {
+	var mws []WorkerMiddleware
+	if m, ok := w.(WorkerWithMiddleware); ok {
+		mws = slices.Clone(m.Middleware())
+		if err := checkMiddleware("Middleware()", mws); err != nil {
+			return fmt.Errorf("add worker: kind %q: %w", kind, err)
+		}
+	}
+	ws.byKind[kind] = &workerEntry{kind: kind, middleware: mws, prepare: func(row *JobRow) (func(context.Context) error, func() (time.Duration, bool), func() (time.Duration, bool), error) {
 		args, err := decodeSafely(kind, row, decode)
 		if err != nil {
 			return nil, nil, nil, err

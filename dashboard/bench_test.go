@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -34,10 +35,11 @@ func BenchmarkPages(b *testing.B) {
 		sqlName string
 		dsn     func(testing.TB) string
 		open    func(ctx context.Context, dsn string) (driver.Driver, error)
+		update  string // sets a job's args by id, in the dialect's placeholders
 	}{
-		{"MariaDB", "mysql", testdb.MySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }},
-		{"OracleMySQL", "mysql", testdb.OracleMySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }},
-		{"PostgreSQL", "pgx", testdb.Postgres, func(ctx context.Context, dsn string) (driver.Driver, error) { return postgres.Open(ctx, dsn) }},
+		{"MariaDB", "mysql", testdb.MySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }, "UPDATE lockstep_jobs SET args = ? WHERE id = ?"},
+		{"OracleMySQL", "mysql", testdb.OracleMySQL, func(ctx context.Context, dsn string) (driver.Driver, error) { return mysql.Open(ctx, dsn) }, "UPDATE lockstep_jobs SET args = ? WHERE id = ?"},
+		{"PostgreSQL", "pgx", testdb.Postgres, func(ctx context.Context, dsn string) (driver.Driver, error) { return postgres.Open(ctx, dsn) }, "UPDATE lockstep_jobs SET args = $1::jsonb WHERE id = $2"},
 	} {
 		b.Run(db.name, func(b *testing.B) {
 			ctx := context.Background()
@@ -65,6 +67,16 @@ func BenchmarkPages(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Logf("loaded 1,000,000 jobs in %s", time.Since(start).Round(time.Second))
+			// Two needles for the search: one among the newest jobs, one
+			// half-way down the table (500,000 ids from the top).
+			for _, n := range []struct {
+				id   int64
+				text string
+			}{{999_990, "needle-new"}, {500_000, "needle-deep"}} {
+				if _, err := drv.DB().ExecContext(ctx, db.update, fmt.Sprintf(`{"tag": %q}`, n.text), n.id); err != nil {
+					b.Fatal(err)
+				}
+			}
 			client, err := lockstep.NewClient(drv, lockstep.Config{Logger: quietLogger()})
 			if err != nil {
 				b.Fatal(err)
@@ -83,7 +95,15 @@ func BenchmarkPages(b *testing.B) {
 				{"jobs-failed-none", "/jobs?status=FAILED"},
 				{"jobs-older", "/jobs?before=500000"},
 				{"job", "/jobs/500000"},
+				{"search-id", "/jobs?q=500000"},
+				{"search-newest", "/jobs?q=needle-new"},
+				{"search-deep", "/jobs?q=needle-deep"},
+				{"search-none", "/jobs?q=no-such-text"},
 				{"locks", "/locks"},
+				// A bulk action's preview: the whole table, a window of
+				// 100,000 ids at a time.
+				{"bulk-preview-failed", "/jobs/bulk?action=retry&status=FAILED"},
+				{"bulk-preview-kind-since", "/jobs/bulk?action=delete&kind=planguard&since=1h"},
 			} {
 				b.Run(p.name, func(b *testing.B) {
 					req := httptest.NewRequest(http.MethodGet, p.path, nil)

@@ -29,6 +29,7 @@ func TestDashboardEveryPostNeedsCSRF(t *testing.T) {
 		{http.MethodPost, "/queues/pause"},
 		{http.MethodPost, "/queues/resume"},
 		{http.MethodPost, "/queues/max-workers"},
+		{http.MethodPost, "/jobs/bulk"},
 		{http.MethodPost, "/no/such/route"},
 		{http.MethodPut, fmt.Sprintf("/runs/%d/cancel", f.beta)},
 		{http.MethodDelete, fmt.Sprintf("/jobs/%d/cancel", f.lonely)},

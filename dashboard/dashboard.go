@@ -5,8 +5,9 @@
 // limit), so it stays fast on a table of millions of jobs.
 //
 // Mutating actions (cancel a run, cancel a job, retry a failed job; pause
-// or resume a queue, set its max workers) are POST only and need a CSRF token; with Config.Token set, every request
-// needs the token as a bearer header or a session cookie from /login.
+// or resume a queue, set its max workers or its limits) are POST only and
+// need a CSRF token; with Config.Token set, every request needs the token
+// as a bearer header or a session cookie from /login.
 //
 // The dashboard outlives database outages: every request's database work
 // ends after Config.ReadTimeout, and while the database cannot be reached
@@ -73,10 +74,12 @@ type Config struct {
 	// Window is how far back the queues page's throughput looks. Default
 	// 1 minute.
 	Window time.Duration
-	// SampleInterval is how often Run samples throughput (and, on
+	// SampleInterval is how often Run reads the queues' stats (and, on
 	// MySQL/MariaDB, polls for new deadlocks). Default 5s.
 	SampleInterval time.Duration
-	// Samples is how many throughput samples are kept. Default 120.
+	// Samples is no longer used: the throughput charts are drawn from the
+	// history rollup in the database (Client.History), not from samples
+	// this process kept. It is accepted for compatibility.
 	Samples int
 	// MaxDeadlocks is how many distinct deadlock reports are kept.
 	// Default 20.
@@ -107,13 +110,14 @@ type Server struct {
 	secret []byte
 	pages  map[string]*template.Template
 
-	tput  *throughput
 	locks *lockMonitor
 
 	logMu   sync.Mutex
 	lastErr map[string]string
 
 	outage outage
+
+	bulk bulkOps
 }
 
 // Dialects as lockstep.Client.Dialect reports them.
@@ -194,7 +198,6 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, client: cfg.Client, db: cfg.DB, logger: cfg.Logger,
 		secret: secret, pages: pages,
-		tput:    newThroughput(cfg.Samples),
 		locks:   newLockMonitor(cfg.Dialect, cfg.DB, cfg.MaxDeadlocks),
 		lastErr: map[string]string{},
 	}
@@ -225,13 +228,21 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /queues/pause", s.handlePauseQueue)
 	mux.HandleFunc("POST /queues/resume", s.handleResumeQueue)
 	mux.HandleFunc("POST /queues/max-workers", s.handleQueueMaxWorkers)
+	mux.HandleFunc("POST /queues/limits", s.handleQueueLimits)
+	mux.HandleFunc("GET /queue/{name}", s.handleQueue)
 	mux.HandleFunc("GET /runs", s.handleRuns)
 	mux.HandleFunc("GET /runs/{id}", s.handleRun)
 	mux.HandleFunc("POST /runs/{id}/cancel", s.handleCancelRun)
 	mux.HandleFunc("GET /jobs", s.handleJobs)
+	mux.HandleFunc("GET /jobs/bulk", s.handleBulkPreview)
+	mux.HandleFunc("POST /jobs/bulk", s.handleBulkStart)
+	mux.HandleFunc("GET /jobs/bulk/{id}", s.handleBulkStatus)
 	mux.HandleFunc("GET /jobs/{id}", s.handleJob)
 	mux.HandleFunc("POST /jobs/{id}/cancel", s.handleCancelJob)
 	mux.HandleFunc("POST /jobs/{id}/retry", s.handleRetryJob)
+	mux.HandleFunc("GET /processes", s.handleProcesses)
+	mux.HandleFunc("GET /history", s.handleHistory)
+	mux.HandleFunc("GET /kinds", s.handleKinds)
 	mux.HandleFunc("GET /locks", s.handleLocks)
 	mux.HandleFunc("GET /locks/waits", s.handleLockWaits)
 	if s.cfg.Metrics != nil {
@@ -248,10 +259,11 @@ func staticHandler(h http.Handler) http.Handler {
 	})
 }
 
-// Run samples throughput every SampleInterval and, on MySQL/MariaDB, polls
-// SHOW ENGINE INNODB STATUS for new deadlocks, until ctx ends. Pages work
-// without it (they sample on load), but the throughput history and the
-// deadlocks seen between page loads come from here.
+// Run reads the queues' stats every SampleInterval (noticing an outage
+// and its end) and, on MySQL/MariaDB, polls SHOW ENGINE INNODB STATUS for
+// new deadlocks, until ctx ends. Pages work without it (the history charts
+// read the rollup in the database), but the deadlocks seen between page
+// loads come from here.
 func (s *Server) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.SampleInterval)
 	defer t.Stop()

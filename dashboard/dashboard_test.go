@@ -25,14 +25,15 @@ func TestDashboardPages(t *testing.T) {
 			f := newFixture(t, db.open(t))
 			b := newBrowser(t, newDashboard(t, dashboard.Config{Client: f.client}))
 
-			// Queues: counts by status per queue, the throughput chart.
+			// Queues: counts by status per queue, the history charts.
 			body := b.page("/")
 			require.Contains(t, body, `data-testid="queue-work"`)
 			require.Contains(t, body, `data-testid="queue-idle"`)
 			require.Contains(t, body, `data-testid="queue-work-done">2<`)
 			require.Contains(t, body, `data-testid="queue-work-failed">1<`)
 			require.Contains(t, body, `data-testid="queue-idle-pending">4<`)
-			require.Contains(t, body, `data-testid="throughput"`)
+			require.Contains(t, body, `data-testid="history-rate"`)
+			require.Contains(t, body, `data-testid="history-failure"`)
 			require.Contains(t, body, `hx-get="/queues/table"`)
 			require.Contains(t, body, `<script src="/static/htmx.min.js"`)
 			frag := b.page("/queues/table")
@@ -49,6 +50,7 @@ func TestDashboardPages(t *testing.T) {
 			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-ACTIVE">ACTIVE<`, f.beta))
 			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-cancel"`, f.beta))
 			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-progress"`, f.alpha))
+			require.NotContains(t, body, fmt.Sprintf(`data-testid="run-%d-cancel"`, f.alpha), "a finished run offers no cancel")
 			require.Contains(t, body, "2 DONE")
 			require.Contains(t, body, "1 FAILED")
 			require.Contains(t, body, "beta &lt;script&gt;alert(1)&lt;/script&gt;")
@@ -134,7 +136,19 @@ func TestDashboardPages(t *testing.T) {
 			require.Contains(t, body, fmt.Sprintf(`data-testid="run-%d-status" class="state state-CANCELLED">CANCELLED<`, f.beta))
 			require.NotContains(t, body, fmt.Sprintf(`data-testid="run-%d-cancel"`, f.beta))
 
-			// An off-site redirect target is ignored.
+			// A finished run (every job ended, one FAILED) is not
+			// cancelled, even by a stale page's form: it keeps its history.
+			r = b.do(http.MethodPost, fmt.Sprintf("/runs/%d/cancel", f.alpha), url.Values{"csrf": {token}, "next": {"/runs"}}, nil)
+			require.Equal(t, http.StatusConflict, r.status, r.body)
+			require.Contains(t, r.body, "has finished")
+			rs, err = f.client.RunSummary(ctx, f.alpha, 0)
+			require.NoError(t, err)
+			require.Equal(t, lockstep.RunStateFailed, rs.State())
+
+			// With a job left it is cancelled; an off-site redirect target
+			// is ignored.
+			_, err = f.client.Insert(ctx, okArgs{N: 99}, &lockstep.InsertOpts{Queue: "extra", RunID: f.alpha})
+			require.NoError(t, err)
 			r = b.do(http.MethodPost, fmt.Sprintf("/runs/%d/cancel", f.alpha), url.Values{"csrf": {token}, "next": {"//evil.example/x"}}, nil)
 			require.Equal(t, http.StatusSeeOther, r.status)
 			require.Equal(t, fmt.Sprintf("/runs/%d", f.alpha), r.header.Get("Location"))
@@ -197,7 +211,8 @@ func TestDashboardHTMXJobActionsRefreshThePage(t *testing.T) {
 	runPage := fmt.Sprintf("/runs/%d", f.alpha)
 	body := b.page(runPage)
 	require.Contains(t, body, fmt.Sprintf(`<div id="run-summary" hx-get="%s" hx-trigger="lockstep-changed from:body" hx-select="#run-summary" hx-swap="outerHTML">`, runPage))
-	require.Contains(t, body, fmt.Sprintf(`<div id="jobs" hx-get="%s" hx-trigger="lockstep-changed from:body"`, runPage))
+	require.Contains(t, body, fmt.Sprintf(`<div id="jobs" hx-get="%s" hx-trigger="every 5s, lockstep-changed from:body"`, runPage))
+	require.Contains(t, b.page("/runs"), `<div id="runs" hx-get="/runs" hx-trigger="every 5s, lockstep-changed from:body"`, "every list page refreshes itself")
 	token := b.csrf(runPage)
 	htmx := map[string]string{"HX-Request": "true", "Origin": b.base, "Sec-Fetch-Site": "same-origin"}
 

@@ -233,12 +233,30 @@ type waitView struct {
 	For string
 }
 
+// waitsData is the page's "waits now": the waits for locks on this
+// database's tables, as the lock table below it shows them. The server's
+// lock tables are shared with its other databases; their waits can block
+// nothing of this database's, and their statements and keys are theirs,
+// so they are only counted (Elsewhere).
 type waitsData struct {
 	Supported bool
 	Message   string // why there is nothing to show, or the error
 	Privilege bool
 	Waits     []waitView
+	Elsewhere int
 	At        time.Time
+}
+
+// ElsewhereText says how many waits on other databases' tables are not
+// shown ("" for none).
+func (d waitsData) ElsewhereText() string {
+	switch d.Elsewhere {
+	case 0:
+		return ""
+	case 1:
+		return "1 lock wait on tables of other databases on this server is not shown"
+	}
+	return fmt.Sprintf("%d lock waits on tables of other databases on this server are not shown", d.Elsewhere)
 }
 
 type lockView struct {
@@ -379,6 +397,9 @@ func (s *Server) waits(ctx context.Context) (waitsData, error) {
 		ws, err = lockview.Waits(ctx, s.db, f)
 		for _, w := range ws {
 			d.Waits = append(d.Waits, waitView{Wait: w, For: fmtDur(w.Waiting)})
+		}
+		if err == nil {
+			d.Elsewhere, err = lockview.OtherWaits(ctx, s.db, f)
 		}
 	}
 	if err != nil {

@@ -117,7 +117,7 @@ func newOutageFixture(t *testing.T, ctx context.Context, client *lockstep.Client
 	f := &outageFixture{run: run.ID, jobs: jobs, lonely: lonely, victim: victimRes.ID}
 	f.paths = []string{
 		"/", "/runs", fmt.Sprintf("/runs/%d", run.ID), "/jobs", "/jobs?queue=idle",
-		fmt.Sprintf("/jobs/%d", lonely), "/locks",
+		fmt.Sprintf("/jobs/%d", lonely), "/locks", "/queue/idle",
 	}
 	f.partials = []string{"/queues/table", "/locks/waits"}
 	f.csrf = b.csrf("/jobs")
@@ -134,6 +134,7 @@ func (f *outageFixture) requireData(t *testing.T, b *browser) {
 	require.Contains(t, b.page("/jobs"), fmt.Sprintf(`id="job-%d"`, f.lonely))
 	require.Contains(t, b.page(fmt.Sprintf("/jobs/%d", f.lonely)), `data-testid="job-status"><span class="status st-pending">PENDING<`)
 	require.Contains(t, b.page("/locks"), `data-testid="waits-none"`)
+	require.Contains(t, b.page("/queue/idle"), `data-testid="queue-count-pending">3<`)
 	for _, p := range f.partials {
 		r := b.do(http.MethodGet, p, nil, map[string]string{"HX-Request": "true"})
 		require.Equal(t, http.StatusOK, r.status, "%s: %s", p, r.body)
@@ -168,6 +169,7 @@ func (f *outageFixture) requireUnavailable(t *testing.T, b *browser, atLeast, bo
 	reqs = append(reqs,
 		request{path: f.cancelPath, method: http.MethodPost, form: url.Values{"csrf": {f.csrf}, "next": {"/jobs"}}},
 		request{path: "/queues/pause", method: http.MethodPost, form: url.Values{"csrf": {f.csrf}, "queue": {"idle"}}},
+		request{path: "/queues/limits", method: http.MethodPost, form: url.Values{"csrf": {f.csrf}, "queue": {"idle"}, "concurrency": {"2"}}},
 		request{path: "/healthz", method: http.MethodGet},
 		request{path: "/static/dashboard.css", method: http.MethodGet})
 

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lockstep-queue/lockstep/rowtype"
 
 	"github.com/lockstep-queue/lockstep"
 )
@@ -78,13 +77,16 @@ type queueCell struct {
 }
 
 type queueRow struct {
-	Queue  string
-	Cells  []queueCell // in allStatuses order
-	Oldest string
-	Done   lockstep.BoundedCount
-	Failed lockstep.BoundedCount
-	Rate   float64
-	Capped bool // the rate is a lower bound
+	Queue string
+	Cells []queueCell // in allStatuses order
+	// Scheduled is the part of PENDING available later; "?" when both
+	// counts are capped.
+	Scheduled string
+	Oldest    string
+	Done      lockstep.BoundedCount
+	Failed    lockstep.BoundedCount
+	Rate      float64
+	Capped    bool // the rate is a lower bound
 	// Settings are the queue's shared settings; zero when it has none.
 	Settings lockstep.QueueSettings
 }
@@ -95,7 +97,6 @@ type queuesTable struct {
 	CountLimit int
 	Total      float64
 	Capped     bool
-	Chart      chart
 	Error      string
 	// Unavailable: Error says the database could not be reached.
 	Unavailable bool
@@ -112,10 +113,11 @@ type queuesTable struct {
 type queuesData struct {
 	base
 	Table   queuesTable
+	History historyView
 	Message string
 }
 
-// sample reads every queue's stats and records a throughput sample.
+// sample reads every queue's stats (and notes the database is up).
 func (s *Server) sample(ctx context.Context) ([]*lockstep.QueueStats, error) {
 	if s.client == nil {
 		return nil, nil
@@ -125,21 +127,6 @@ func (s *Server) sample(ctx context.Context) ([]*lockstep.QueueStats, error) {
 		return nil, err
 	}
 	s.dbUp()
-	var total float64
-	var capped bool
-	var now time.Time
-	for _, st := range stats {
-		r, c := queueRate(st, s.cfg.Window)
-		total += r
-		capped = capped || c
-		if st.Now.After(now) {
-			now = st.Now
-		}
-	}
-	if now.IsZero() {
-		now = time.Now()
-	}
-	s.tput.add(sample{At: now, Rate: total, Capped: capped}, s.cfg.SampleInterval/2)
 	return stats, nil
 }
 
@@ -170,6 +157,7 @@ func (s *Server) queuesTable(r *http.Request) (queuesTable, error) {
 		for _, status := range allStatuses {
 			row.Cells = append(row.Cells, queueCell{Queue: st.Queue, Status: strings.ToLower(string(status)), Class: statusClass(status), Count: st.Counts[status]})
 		}
+		row.Scheduled = scheduledText(st)
 		if !st.OldestAvailableAt.IsZero() {
 			row.Oldest = fmtDur(max(st.Now.Sub(st.OldestAvailableAt), 0))
 			if st.OldestCapped {
@@ -189,7 +177,6 @@ func (s *Server) queuesTable(r *http.Request) (queuesTable, error) {
 		err = s.withSettings(ctx, &t)
 		t.readFailed(s, r, "reading queue settings", err)
 	}
-	t.Chart = s.tput.chart(s.cfg.Samples)
 	return t, err
 }
 
@@ -217,7 +204,7 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", fmt.Sprint(outageRefresh))
 	}
 	s.render(w, r, status, "queues.html", "layout", queuesData{base: s.base(r, "Queues", "queues"), Table: t,
-		Message: queueMessages[r.URL.Query().Get("done")]})
+		History: s.historyRead(r, "/", "", !t.Unavailable), Message: queueMessages[r.URL.Query().Get("done")]})
 }
 
 // handleQueuesTable is the queues table alone, which the page reloads
@@ -255,7 +242,8 @@ type runRow struct {
 
 // barOrder is the order of a progress bar's segments.
 var barOrder = []lockstep.JobStatus{
-	lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled, lockstep.StatusRunning, lockstep.StatusPending, lockstep.StatusWaiting,
+	lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled, lockstep.StatusRunning, lockstep.StatusBlocked,
+	lockstep.StatusPending, lockstep.StatusWaiting,
 }
 
 func newRunRow(rs *lockstep.RunSummary, csrf, next string) runRow {
@@ -282,26 +270,17 @@ func newRunRow(rs *lockstep.RunSummary, csrf, next string) runRow {
 		x += seg.W
 		row.Segments = append(row.Segments, seg)
 	}
-	open := rs.Counts.Counts[lockstep.StatusWaiting] + rs.Counts.Counts[lockstep.StatusPending] + rs.Counts.Counts[lockstep.StatusRunning]
-	switch {
-	case rs.Status == rowtype.RunCancelled:
-		row.State = "CANCELLED"
-	case open > 0 || rs.Counts.Capped:
-		row.State = "ACTIVE"
-	case total == 0:
-		row.State = "EMPTY"
-	case rs.Counts.Counts[lockstep.StatusFailed] > 0:
-		// Every job is final and some FAILED.
-		row.State = "FAILED"
-	default:
-		row.State = "DONE"
-	}
-	row.CanCancel = rs.Status == rowtype.RunActive
+	row.State = string(rs.State())
+	// A finished run cannot be cancelled (CancelRun refuses it): only an
+	// ACTIVE one is offered the button.
+	row.CanCancel = row.State == string(lockstep.RunStateActive)
 	return row
 }
 
 type runsData struct {
 	base
+	// URL reloads the list every few seconds (htmx).
+	URL     string
 	Rows    []runRow
 	NextURL string
 	First   bool
@@ -322,7 +301,7 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := s.base(r, "Runs", "runs")
-	data := runsData{base: b, First: before == 0}
+	data := runsData{base: b, First: before == 0, URL: r.URL.RequestURI()}
 	for _, rs := range runs {
 		data.Rows = append(data.Rows, newRunRow(rs, b.CSRF, r.URL.RequestURI()))
 	}
@@ -338,14 +317,41 @@ type jobRow struct {
 	*lockstep.JobRow
 	CanCancel, CanRetry bool
 	CSRF, Next, Note    string
+	// AvailableIn is "in 59m" for a scheduled job (PENDING, available
+	// later), so that it does not look ready; empty otherwise.
+	AvailableIn string
+	// RunningFor and HeartbeatAge are how long a RUNNING job has run and
+	// how old its last heartbeat is (a stale one is a dead worker's, which
+	// the reaper will take back); empty for the other statuses.
+	RunningFor, HeartbeatAge string
+	// Selectable rows have a checkbox for the jobs page's bulk actions.
+	Selectable bool
 }
 
 func newJobRow(j *lockstep.JobRow, csrf, next string) jobRow {
-	return jobRow{
+	row := jobRow{
 		JobRow: j, CSRF: csrf, Next: next,
-		CanCancel: j.Status == lockstep.StatusWaiting || j.Status == lockstep.StatusPending || j.Status == lockstep.StatusRunning,
+		CanCancel: slices.Contains(liveStatuses, j.Status),
 		CanRetry:  j.Status == lockstep.StatusFailed,
 	}
+	if d := time.Until(j.AvailableAt); j.Status == lockstep.StatusPending && d > 0 {
+		row.AvailableIn = "in " + fmtDur(d)
+	}
+	if j.Status == lockstep.StatusRunning && !j.StartedAt.IsZero() {
+		row.RunningFor = "for " + fmtDur(max(time.Since(j.StartedAt), 0))
+		row.HeartbeatAge = fmtAgo(j.HeartbeatAt, time.Now())
+	}
+	return row
+}
+
+// scheduledText is the queue's scheduled count (PENDING, available
+// later), "?" when the split of a capped PENDING count is unknown.
+func scheduledText(st *lockstep.QueueStats) string {
+	c, ok := st.Scheduled()
+	if !ok {
+		return "?"
+	}
+	return fmtBounded(c)
 }
 
 type jobList struct {
@@ -354,6 +360,9 @@ type jobList struct {
 	Examined int
 	// URL reloads the list (htmx, after an action on the page).
 	URL string
+	// Selectable lists have a checkbox per row (the jobs page's bulk
+	// actions on the jobs selected).
+	Selectable bool
 }
 
 type filterLink struct {
@@ -371,12 +380,26 @@ type jobsFilter struct {
 // jobPage reads one page and builds its rows and the link to the next.
 func (s *Server) jobPage(ctx context.Context, r *http.Request, p lockstep.JobPageParams, base string, q url.Values) (jobList, error) {
 	p.Limit = s.cfg.PageSize
-	page, err := s.client.JobPage(ctx, p)
-	if err != nil {
-		return jobList{}, err
+	// A filter that matches nothing in a window goes on to the next ones
+	// while the page is young (searchBudget), so that a rare match a few
+	// windows down is found without the operator paging by hand; each
+	// window is a bounded read, and the budget bounds the page.
+	start := time.Now()
+	examined := 0
+	var page *lockstep.JobPage
+	for {
+		var err error
+		if page, err = s.client.JobPage(ctx, p); err != nil {
+			return jobList{}, err
+		}
+		examined += page.Examined
+		if len(page.Jobs) > 0 || page.Next == 0 || time.Since(start) >= searchBudget {
+			break
+		}
+		p.BeforeID = page.Next
 	}
 	csrf := info(r).csrfToken
-	l := jobList{Examined: page.Examined, URL: r.URL.RequestURI()}
+	l := jobList{Examined: examined, URL: r.URL.RequestURI()}
 	for _, j := range page.Jobs {
 		l.Rows = append(l.Rows, newJobRow(j, csrf, r.URL.RequestURI()))
 	}
@@ -390,6 +413,10 @@ func (s *Server) jobPage(ctx context.Context, r *http.Request, p lockstep.JobPag
 	}
 	return l, nil
 }
+
+// searchBudget is how long a job page may go on through windows of ids
+// that hold no match: well inside the 200 ms a page should take.
+const searchBudget = 120 * time.Millisecond
 
 // statusLinks are the status filter's choices, each a link.
 func statusLinks(base string, q url.Values, current lockstep.JobStatus) []filterLink {
@@ -487,6 +514,21 @@ type jobsData struct {
 	Status   lockstep.JobStatus
 	Queue    string
 	Kind     string
+	View     lockstep.JobView
+	Search   string
+	// ByID is the job whose id the search is, when there is one; ByRun the
+	// run.
+	ByID  *lockstep.JobRow
+	ByRun *lockstep.RunSummary
+	// Queues are the queues with jobs, for the queue filter's choices (the
+	// filter's own value first when it is not among them).
+	Queues []string
+	// Kinds are the kind filter's suggestions.
+	Kinds []string
+	// Views are the views of PENDING jobs, for the view filter.
+	Views []lockstep.JobView
+	// Bulk are the bulk actions over the filter.
+	Bulk []bulkLink
 }
 
 func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
@@ -494,27 +536,115 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	before, ok1 := queryID(r, "before")
 	status, ok2 := parseStatus(qs.Get("status"))
 	queue, kind := qs.Get("queue"), qs.Get("kind")
-	if !ok1 || !ok2 || len(queue) > 128 || len(kind) > 128 {
+	view := lockstep.JobView(qs.Get("view"))
+	search := strings.TrimSpace(qs.Get("q"))
+	ok3 := view == "" || view == lockstep.ViewScheduled || view == lockstep.ViewRetrying
+	if !ok1 || !ok2 || !ok3 || len(queue) > 128 || len(kind) > 128 || len(search) > lockstep.MaxSearchLen {
 		s.renderError(w, r, http.StatusBadRequest, "bad filter")
 		return
 	}
 	q := url.Values{}
-	for k, v := range map[string]string{"status": string(status), "queue": queue, "kind": kind} {
+	for k, v := range map[string]string{"status": string(status), "queue": queue, "kind": kind, "view": string(view), "q": search} {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	jobs, err := s.jobPage(ctx, r, lockstep.JobPageParams{Status: status, Queue: queue, Kind: kind, BeforeID: before}, "/jobs", q)
+	// The list's own refresh (htmx, every 5 s) keeps only #jobs: the
+	// filter's choices and the job found by id are read for a whole page
+	// only.
+	full := !isHTMX(r)
+	// A search that is a number may be a job's id: one read by primary
+	// key, shown above the matches of its text.
+	// So may it be a run's: its row by primary key and its bounded counts.
+	var byID *lockstep.JobRow
+	var byRun *lockstep.RunSummary
+	if id, err := strconv.ParseInt(search, 10, 64); full && err == nil && id > 0 {
+		j, err := s.client.Job(ctx, id)
+		switch {
+		case err == nil:
+			byID = j
+		case !errors.Is(err, lockstep.ErrNotFound):
+			s.dbError(w, r, "get job", err)
+			return
+		}
+		run, err := s.client.RunSummary(ctx, id, s.cfg.CountLimit)
+		switch {
+		case err == nil:
+			byRun = run
+		case !errors.Is(err, lockstep.ErrNotFound):
+			s.dbError(w, r, "get run", err)
+			return
+		}
+	}
+	jobs, err := s.jobPage(ctx, r, lockstep.JobPageParams{Status: status, Queue: queue, Kind: kind, View: view, Search: search, BeforeID: before}, "/jobs", q)
 	if err != nil {
 		s.dbError(w, r, "list jobs", err)
 		return
 	}
+	jobs.Selectable = true
+	for i := range jobs.Rows {
+		jobs.Rows[i].Selectable = true
+	}
+	var queues []string
+	if full {
+		if queues, err = s.client.Queues(ctx, s.cfg.MaxQueues); err != nil {
+			s.dbError(w, r, "list queues", err)
+			return
+		}
+	}
+	// The kind filter's suggestions: the kinds the history rollup saw
+	// finish in the last hour (one short key-range read); any other kind
+	// can still be typed.
+	var kinds []string
+	if full {
+		recent, err := s.client.History(ctx, lockstep.HistoryParams{Since: time.Now().Add(-time.Hour)})
+		if err != nil {
+			s.dbError(w, r, "read history", err)
+			return
+		}
+		for _, h := range recent {
+			if !slices.Contains(kinds, h.Kind) {
+				kinds = append(kinds, h.Kind)
+			}
+		}
+		slices.Sort(kinds)
+	}
+	if queue != "" && !slices.Contains(queues, queue) {
+		queues = append([]string{queue}, queues...)
+	}
 	s.render(w, r, http.StatusOK, "jobs.html", "layout", jobsData{
 		base: s.base(r, "Jobs", "jobs"), Jobs: jobs, Statuses: statusLinks("/jobs", q, status),
-		Status: status, Queue: queue, Kind: kind,
+		Status: status, Queue: queue, Kind: kind, View: view, Search: search, ByID: byID, ByRun: byRun, Queues: queues, Kinds: kinds,
+		Views: []lockstep.JobView{lockstep.ViewScheduled, lockstep.ViewRetrying},
+		Bulk:  bulkLinks(status, q),
 	})
+}
+
+// bulkLink is a bulk action over the jobs page's filter: its preview.
+type bulkLink struct {
+	Action, Label, URL string
+}
+
+// bulkLinks offers each action the status filter allows, over the filter.
+func bulkLinks(status lockstep.JobStatus, q url.Values) []bulkLink {
+	var out []bulkLink
+	for _, a := range []struct {
+		action lockstep.BulkAction
+		label  string
+	}{{lockstep.BulkRetry, "Retry all matching FAILED"}, {lockstep.BulkCancel, "Cancel all matching live"}, {lockstep.BulkDelete, "Delete all matching finished"}} {
+		if status != "" && !a.action.Applies(status) {
+			continue
+		}
+		v := url.Values{}
+		for k, vs := range q {
+			v[k] = vs
+		}
+		v.Set("action", string(a.action))
+		out = append(out, bulkLink{string(a.action), a.label, "/jobs/bulk?" + v.Encode()})
+	}
+	return out
 }
 
 type jobData struct {
@@ -528,13 +658,15 @@ type jobData struct {
 	Waited           string // available → started
 	Ran              string // started → finished
 	Message          string
+	// Blocked says why a BLOCKED job is held back.
+	Blocked string
 }
 
 // actionMessages are the outcomes a redirect after an action reports by
 // code, so that no text from the request is reflected into the page.
 var actionMessages = map[string]string{
 	"cancelled":     "Cancelled.",
-	"not-cancelled": "Not cancelled: the job was no longer WAITING, PENDING or RUNNING.",
+	"not-cancelled": "Not cancelled: the job was no longer WAITING, PENDING, BLOCKED or RUNNING.",
 	"retried":       "Put back to PENDING: it will be claimed again.",
 	"not-retried":   "Not retried: the job was not FAILED.",
 	"run-cancelled": "Not retried: its run is cancelled.",
@@ -556,6 +688,14 @@ func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 	b := s.base(r, "Job "+strconv.FormatInt(id, 10), "jobs")
 	d := jobData{base: b, Job: newJobRow(j, b.CSRF, "/jobs/"+strconv.FormatInt(id, 10)), Errors: j.Errors,
 		Message: actionMessages[r.URL.Query().Get("done")]}
+	if j.Status == lockstep.StatusBlocked {
+		qs, err := s.settingsOf(ctx, j.Queue)
+		if err != nil {
+			s.dbError(w, r, "queue "+strconv.Quote(j.Queue)+" settings", err)
+			return
+		}
+		d.Blocked = blockedReason(j.LimitKey, qs.Limits)
+	}
 	d.Args, d.Truncated = prettyJSON(j.Args, argsLimit)
 	d.Metadata, d.Output = newJSONBlock(j.Metadata), newJSONBlock(j.Output)
 	if !j.StartedAt.IsZero() && !j.AvailableAt.IsZero() && j.StartedAt.After(j.AvailableAt) {
@@ -589,6 +729,12 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.actionCtx(r)
 	defer cancel()
 	res, err := s.client.CancelRun(ctx, id)
+	if errors.Is(err, lockstep.ErrRunFinished) {
+		// A stale page (the run ended after it was drawn): say so, and
+		// change nothing.
+		s.renderError(w, r, http.StatusConflict, fmt.Sprintf("run %d has finished: every job has ended, so there is nothing to cancel, and it stays as it is", id))
+		return
+	}
 	if err != nil {
 		s.dbError(w, r, "cancel run "+strconv.FormatInt(id, 10), err)
 		return

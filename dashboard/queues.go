@@ -17,6 +17,8 @@ var queueMessages = map[string]string{
 	"resumed":             "Queue resumed: its jobs are claimed again.",
 	"max-workers-set":     "Max workers set: every process follows it within a second or so.",
 	"max-workers-cleared": "Max workers cleared: each process runs as many as it is configured to.",
+	limitsSet:             "Limits set: every process's claims follow them within a second or so; running jobs are not stopped.",
+	limitsCleared:         "Limits removed: the queue's jobs run as the workers allow.",
 }
 
 // withSettings puts each queue's settings on its row, and adds a row for
@@ -39,7 +41,7 @@ func (s *Server) withSettings(ctx context.Context, t *queuesTable) error {
 		// Below the MaxQueues cap every queue with jobs was read, so this
 		// one has none; at the cap it may have jobs that were not read.
 		unknown := t.MaxQueues > 0
-		row := queueRow{Queue: qs.Queue, Oldest: "—", Settings: qs}
+		row := queueRow{Queue: qs.Queue, Oldest: "—", Scheduled: "—", Settings: qs}
 		for _, status := range allStatuses {
 			row.Cells = append(row.Cells, queueCell{Queue: qs.Queue, Status: strings.ToLower(string(status)), Class: statusClass(status), Unknown: unknown})
 		}

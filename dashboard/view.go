@@ -132,6 +132,7 @@ var funcs = template.FuncMap{
 	"count":     fmtBounded,
 	"num":       fmtAny,
 	"ts":        fmtTime,
+	"when":      fmtWhen,
 	"ago":       fmtAgo,
 	"dur":       fmtDur,
 	"rate":      fmtRate,
@@ -139,13 +140,25 @@ var funcs = template.FuncMap{
 	"lower":     strings.ToLower,
 	"statuses":  func() []lockstep.JobStatus { return allStatuses },
 	"add":       func(a, b int) int { return a + b },
+	"fadd":      func(a, b float64) float64 { return a + b },
+	"half":      func(a float64) float64 { return a / 2 },
 	"graphID":   graphID,
+	"queueURL":  queueURL,
+	"limits":    limitsText,
 }
 
 // allStatuses is every status in a job's order of life, WAITING (for its
-// dependencies) first: the queue table's columns, the filters.
+// dependencies) first, BLOCKED (held back by its queue's limits) between
+// PENDING and RUNNING: the queue table's columns, the filters.
 var allStatuses = []lockstep.JobStatus{
-	lockstep.StatusWaiting, lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled,
+	lockstep.StatusWaiting, lockstep.StatusPending, lockstep.StatusBlocked, lockstep.StatusRunning,
+	lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled,
+}
+
+// liveStatuses are the statuses of a job that has not ended: the ones a
+// cancel moves to CANCELLED, and what keeps a run active.
+var liveStatuses = []lockstep.JobStatus{
+	lockstep.StatusWaiting, lockstep.StatusPending, lockstep.StatusBlocked, lockstep.StatusRunning,
 }
 
 // fmtAny is fmtInt for the integer types templates hold.
@@ -190,6 +203,17 @@ func fmtTime(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+// fmtWhen shows t relative to now ("3m12s ago", "in 59m"), with the
+// absolute time on hover and in the datetime attribute: an operator reads
+// "how long ago" at a glance and the exact time when it matters.
+func fmtWhen(t time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	return template.HTML(fmt.Sprintf(`<time datetime="%s" title="%s">%s</time>`,
+		t.UTC().Format(time.RFC3339Nano), fmtTime(t), template.HTMLEscapeString(fmtAgo(t, time.Now()))))
 }
 
 // fmtAgo is how long before now t was.

@@ -25,6 +25,9 @@ type JobInsertParams struct {
 	ScheduledAt time.Time
 	// Metadata is JSON or nil.
 	Metadata []byte
+	// LimitKey is the key the queue's per-key limits count the job under;
+	// empty for none.
+	LimitKey string
 	// UniqueKey, when set, makes the insert unique: it goes through
 	// JobInsertUnique, one job at a time. UniqueStates is the set of
 	// statuses in which the key is held (UniqueStateBit of each).
@@ -104,6 +107,51 @@ type RunInsertParams struct {
 type JobClaimParams struct {
 	Queue string
 	Max   int
+	// Limits are the queue's limits as the client last read them: they
+	// choose whether a limited claim locks the queue's row first. The
+	// claim reads the queue's current limits itself and goes by those.
+	Limits rowtype.QueueLimits
+	// Grace is how long a job cancelled while it ran keeps its slot when
+	// its worker never says it stopped: the reap limit.
+	Grace time.Duration
+	// ProcessID is the claiming process's registered id, written to the
+	// claimed jobs' claimed_by; empty (NULL) for a caller that registered
+	// no process (a lab tool calling the executor directly).
+	ProcessID string
+}
+
+// ReleaseError is the failure of the release that follows a write which
+// moved jobs with a key out of RUNNING: the write itself committed (its
+// result stands); the key's BLOCKED jobs wait for the next release or
+// the sweep.
+type ReleaseError struct{ Err error }
+
+func (e *ReleaseError) Error() string {
+	return "written, but releasing blocked jobs failed: " + e.Err.Error()
+}
+
+func (e *ReleaseError) Unwrap() error { return e.Err }
+
+// LimitedClaim is what a claim of a limited queue did.
+type LimitedClaim struct {
+	// Jobs are the jobs claimed, RUNNING, in ascending id order.
+	Jobs []*rowtype.JobRow
+	// Limits are the queue's limits the claim went by, and Now the
+	// database's clock it read them at.
+	Limits rowtype.QueueLimits
+	Now    time.Time
+	// Full: the queue's concurrency limit left no slot.
+	Full bool
+	// Blocked jobs were moved to BLOCKED (their key was at its limit, or
+	// earlier jobs of their sequence were live); Deferred ones had their
+	// available_at moved by a per-key rate limit.
+	Blocked, Deferred int
+	// RetryAt, when set, is when the queue's own rate limit frees a start:
+	// claiming before then would start nothing.
+	RetryAt time.Time
+	// Skipped jobs were left PENDING because another claim held their key,
+	// or their key had no row yet (created after the claim): claim again.
+	Skipped int
 }
 
 // JobFinishParams writes a worker's result. The update is fenced on the
@@ -122,6 +170,9 @@ type JobFinishParams struct {
 	Error string
 	// Output is the worker's recorded output (JSON), written with DONE.
 	Output []byte
+	// Queue and LimitKey are the claimed row's: a job with a key releases
+	// what its key holds back once the write has committed.
+	Queue, LimitKey string
 	// RunID and Dependents are the claimed row's: a job with dependents
 	// writes its final status together with theirs, after its run row.
 	RunID      int64
@@ -141,6 +192,10 @@ type FlowCounts struct {
 type JobRef struct {
 	ID      int64
 	Attempt int
+	// Queue and LimitKey are the claimed row's, when the caller has them:
+	// a job with a key that leaves RUNNING releases what its key holds
+	// back (BLOCKED jobs) after the write commits.
+	Queue, LimitKey string
 }
 
 // JobReapParams returns RUNNING jobs whose heartbeat is older than
@@ -210,6 +265,17 @@ type Executor interface {
 	JobRetry(ctx context.Context, id int64) (bool, error)
 	JobGet(ctx context.Context, id int64) (*rowtype.JobRow, error)
 	JobPage(ctx context.Context, p *rowtype.JobPageParams) (*rowtype.JobPage, error)
+	// JobIDBounds returns the lowest and highest job id (0, 0: no job).
+	JobIDBounds(ctx context.Context) (lo, hi int64, err error)
+	// JobMatch reads, without locks, one window of the ids a bulk action
+	// selects, ascending; JobMatchCount counts one window.
+	JobMatch(ctx context.Context, p *rowtype.JobMatchParams) (*rowtype.JobMatch, error)
+	JobMatchCount(ctx context.Context, p *rowtype.JobMatchParams) (int64, error)
+	// JobBulk applies a bulk action to one batch of jobs, in the lock
+	// order: runs (shared, ascending) before jobs, jobs by primary key in
+	// ascending id order, each status re-checked; a job with dependents in
+	// a run takes JobRetry's or JobCancel's path, a delete retention's.
+	JobBulk(ctx context.Context, action rowtype.BulkAction, ids []int64) (*rowtype.BulkResult, error)
 	JobList(ctx context.Context, p *rowtype.JobListParams) ([]*rowtype.JobRow, error)
 	RunInsert(ctx context.Context, p *RunInsertParams) (*rowtype.RunRow, error)
 	RunGet(ctx context.Context, id int64) (*rowtype.RunRow, error)
@@ -224,6 +290,53 @@ type Executor interface {
 	QueuePause(ctx context.Context, queue string, paused bool) error
 	// QueueSetMaxWorkers sets a queue's per-process worker cap; 0 clears it.
 	QueueSetMaxWorkers(ctx context.Context, queue string, n int) error
+	// QueueDelete removes a queue's settings row (pause, max workers,
+	// limits), reporting whether there was one.
+	QueueDelete(ctx context.Context, queue string) (bool, error)
+	// QueueSetLimits sets a queue's limits; a zero QueueLimits clears them.
+	QueueSetLimits(ctx context.Context, queue string, l rowtype.QueueLimits) error
+	// JobClaimLimited claims up to Max jobs of a queue with limits (its
+	// concurrency, per-key limits, sequences and rate), blocking or
+	// deferring the jobs over them; see LimitedClaim.
+	JobClaimLimited(ctx context.Context, p *JobClaimParams) (*LimitedClaim, error)
+	// JobRelease frees the slot of a job cancelled while it ran, once its
+	// worker has stopped, and releases what its key holds back.
+	JobRelease(ctx context.Context, ref JobRef) error
+	// LimitSweep releases, a page at a time, the BLOCKED jobs of a queue
+	// whose keys have room: the safety net under the release each finish
+	// does after its commit (a process that died between the two).
+	LimitSweep(ctx context.Context, queue string) (int, error)
+	// ProcessInsert registers a process: one new row of lockstep_processes,
+	// alone in its transaction.
+	ProcessInsert(ctx context.Context, p *rowtype.ProcessRow) error
+	// ProcessHeartbeat refreshes a process's heartbeat_at to the
+	// database's now: one row by primary key, alone in its transaction. It
+	// reports false when the row is gone (pruned while the process was
+	// away), for the caller to insert it again.
+	ProcessHeartbeat(ctx context.Context, id string) (bool, error)
+	// ProcessDelete removes a process's row by primary key (a clean stop).
+	ProcessDelete(ctx context.Context, id string) (bool, error)
+	// ProcessPrune deletes up to max rows of processes whose heartbeat is
+	// older than olderThan by the database's clock, one row by primary key
+	// at a time, and returns their ids.
+	ProcessPrune(ctx context.Context, olderThan time.Duration, max int) ([]string, error)
+	// ProcessList reads every registered process, ordered by id, with the
+	// database's clock at the read.
+	ProcessList(ctx context.Context) (*rowtype.ProcessList, error)
+	// JobRunningByProcess reads up to max RUNNING jobs claimed by a
+	// process, oldest heartbeat first, without locks.
+	JobRunningByProcess(ctx context.Context, id string, max int) ([]*rowtype.JobRow, error)
+	// HistoryAdd adds the counts of each row to the history rollup's row
+	// of the same (bucket, queue, kind), in one transaction of its own,
+	// the rows written in ascending primary-key order.
+	HistoryAdd(ctx context.Context, rows []rowtype.HistoryRow) error
+	// HistoryRange reads the rollup's rows of a time range, in primary-key
+	// order (bucket, queue, kind), without locks. Minutes without a row
+	// counted nothing.
+	HistoryRange(ctx context.Context, p *rowtype.HistoryParams) ([]rowtype.HistoryRow, error)
+	// HistoryPrune deletes about max of the oldest rows of minutes before
+	// before (whole minutes, by primary-key range), reporting how many.
+	HistoryPrune(ctx context.Context, before time.Time, max int) (int64, error)
 	// RunCancel marks the run CANCELLED, then cancels its WAITING, PENDING
 	// and RUNNING jobs by primary key in ascending id order.
 	RunCancel(ctx context.Context, id int64) (*rowtype.RunCancelResult, error)

@@ -8,7 +8,10 @@
 // LOCKSTEP_JOB_ID, LOCKSTEP_JOB_ATTEMPT, LOCKSTEP_JOB_KIND and
 // LOCKSTEP_JOB_QUEUE.
 //
-// Exit status 0 finishes the job DONE. Any other exit is an *ExitError that
+// Exit status 0 finishes the job DONE. With Worker.OutputBytes set, the run
+// also records the end of the command's standard output and standard error
+// as the job's output (an Output, which `lockstep jobs show`, the dashboard
+// and the job's dependents read). Any other exit is an *ExitError that
 // holds the exit code (or signal) and the tail of the command's standard
 // error, which lockstep records in the job's error history before retrying
 // it (or failing it once its attempts are used up). When the job's context
@@ -51,7 +54,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lockstep-queue/lockstep"
 )
@@ -62,6 +64,10 @@ const Kind = "exec"
 // DefaultMaxOutputBytes is how much of the end of a command's standard
 // error an *ExitError keeps when Worker.MaxOutputBytes is zero.
 const DefaultMaxOutputBytes = 4 << 10
+
+// DefaultOutputBytes is the OutputBytes `lockstep work` gives its exec
+// workers unless --exec-output-bytes says otherwise.
+const DefaultOutputBytes = 64 << 10
 
 // waitDelay bounds how long Work waits, once the command has exited or been
 // killed, for processes that escaped its process group to close its output.
@@ -109,9 +115,16 @@ type Worker struct {
 	// sent SIGTERM and, KillGrace later, SIGKILL. 0 sends SIGKILL at once.
 	KillGrace time.Duration
 	// MaxOutputBytes is how much of the end of the command's standard error
-	// an *ExitError keeps. Default DefaultMaxOutputBytes. Standard output is
-	// discarded.
+	// an *ExitError keeps. Default DefaultMaxOutputBytes.
 	MaxOutputBytes int
+	// OutputBytes is how much of the end of each of the command's standard
+	// output and standard error a successful run keeps as the job's output
+	// (an Output; so up to twice OutputBytes in all). 0 keeps none and
+	// discards standard output, as before this field existed; the lockstep
+	// CLI defaults to DefaultOutputBytes. Encoded as JSON, the output must
+	// fit in the client's Config.MaxArgsBytes: what does not is cut
+	// further, by halves.
+	OutputBytes int
 	// Env holds extra KEY=value entries, added to the worker process's own
 	// environment (and before the LOCKSTEP_JOB_* variables, which win).
 	// The inherited environment has no LOCKSTEP_* variables; entries here
@@ -156,6 +169,8 @@ func (w *Worker) Validate() error {
 		return fmt.Errorf("execjob: KillGrace must not be negative, got %s", w.KillGrace)
 	case w.MaxOutputBytes < 0:
 		return fmt.Errorf("execjob: MaxOutputBytes must not be negative, got %d", w.MaxOutputBytes)
+	case w.OutputBytes < 0:
+		return fmt.Errorf("execjob: OutputBytes must not be negative, got %d", w.OutputBytes)
 	}
 	for _, kv := range w.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -226,12 +241,18 @@ func (w *Worker) Work(ctx context.Context, job *lockstep.Job[Args]) error {
 	if limit == 0 {
 		limit = DefaultMaxOutputBytes
 	}
-	stderr := &tailBuffer{max: limit}
+	// One buffer serves both the error's tail and the output's.
+	stderr := &tailBuffer{max: max(limit, w.OutputBytes)}
+	var stdout *tailBuffer
 
 	cmd := exec.CommandContext(ctx, name, argv...)
 	cmd.Dir = w.Dir
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stderr = stderr
+	if w.OutputBytes > 0 {
+		stdout = &tailBuffer{max: w.OutputBytes}
+		cmd.Stdout = stdout
+	}
 	cmd.Env = append(append(inheritedEnv(), w.Env...),
 		"LOCKSTEP_JOB_ID="+strconv.FormatInt(job.ID, 10),
 		"LOCKSTEP_JOB_ATTEMPT="+strconv.Itoa(job.Attempts),
@@ -247,15 +268,15 @@ func (w *Worker) Work(ctx context.Context, job *lockstep.Job[Args]) error {
 	// Whatever the command left behind in its group goes with it.
 	err := group.wait()
 	if err == nil {
-		return nil
+		return w.recordOutput(ctx, stdout, stderr)
 	}
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() == nil {
 		// The command exited 0, but a process that escaped its group (into
 		// a session of its own, say) held its standard error open past
 		// WaitDelay: the command still succeeded.
-		return nil
+		return w.recordOutput(ctx, stdout, stderr)
 	}
-	out, omitted := stderr.tail()
+	out, omitted := stderr.tail(limit)
 	ee := &ExitError{Code: -1, Stderr: out, StderrOmitted: omitted}
 	if ctx.Err() != nil {
 		ee.Killed = context.Cause(ctx).Error()
@@ -270,48 +291,6 @@ func (w *Worker) Work(ctx context.Context, job *lockstep.Job[Args]) error {
 		return fmt.Errorf("exec: %s: %w", name, err)
 	}
 	return ee
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	max     int
-	buf     []byte
-	written int64
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.written += int64(len(p))
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return len(p), nil
-	}
-	t.buf = append(t.buf, p...)
-	// Slide only once the buffer holds twice what it keeps, so that writes
-	// cost O(1) amortised.
-	if len(t.buf) >= 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// tail returns the kept bytes as text a database can store (valid UTF-8,
-// no NUL), trimmed of surrounding white space, and how many bytes were
-// dropped before them.
-func (t *tailBuffer) tail() (string, int64) {
-	b := t.buf
-	if over := len(b) - t.max; over > 0 {
-		b = b[over:]
-	}
-	if int64(len(b)) < t.written {
-		// Bytes were dropped before b, which may start inside a UTF-8
-		// character: start at the next one.
-		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-			b = b[1:]
-		}
-	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "")
-	return strings.TrimSpace(s), t.written - int64(len(b))
 }
 
 // inheritedEnv is the worker process's environment without the variables

@@ -10,6 +10,14 @@
 //	client, err := lockstep.NewClient(drv, lockstep.Config{OnEvent: m.Observe, ...})
 //	go m.RunSampler(ctx, client, 15*time.Second, nil)
 //
+// Queue limits (lockstep.QueueLimits) show in three places: the claims of
+// this process that held jobs back (lockstep_jobs_limited_total, from
+// events), the jobs held back now (lockstep_queue_jobs{status="BLOCKED"},
+// sampled), and each queue's limits (lockstep_queue_limit, sampled), which
+// the sampled RUNNING count is used against:
+//
+//	lockstep_queue_jobs{status="RUNNING"} / on(queue) lockstep_queue_limit{limit="concurrency"}
+//
 // Label values are only queue names, job kinds, statuses, database error
 // codes and the operation names of the client: never DSNs or error
 // messages, which may carry secrets and are unbounded.
@@ -59,6 +67,26 @@ const (
 )
 
 var finishStatuses = [...]string{FinishDone, FinishFailed, FinishRetry, FinishSnoozed, FinishDiscarded}
+
+// The outcomes of lockstep_jobs_limited_total: a job a claim found over its
+// key's limit (or behind earlier jobs of its sequence) is made BLOCKED; one
+// over its key's rate limit is deferred (made available later).
+const (
+	LimitedBlocked  = "blocked"
+	LimitedDeferred = "deferred"
+)
+
+// The limits of lockstep_queue_limit: the most RUNNING jobs of the queue,
+// and of one limit key; the most starts per period of the queue, and of one
+// key (lockstep_queue_limit_period_seconds is the period); 1 when the
+// queue's keys are sequences (one job at a time, in insert order).
+const (
+	LimitConcurrency    = "concurrency"
+	LimitKeyConcurrency = "key_concurrency"
+	LimitRate           = "rate"
+	LimitKeyRate        = "key_rate"
+	LimitSequence       = "sequence"
+)
 
 const (
 	finishDone = iota
@@ -125,6 +153,9 @@ type Metrics struct {
 	oldest     *prometheus.GaugeVec
 	paused     *prometheus.GaugeVec
 	maxWorkers *prometheus.GaugeVec
+	limited    *prometheus.CounterVec
+	limit      *prometheus.GaugeVec
+	limitRate  *prometheus.GaugeVec
 
 	reapedPending prometheus.Counter
 	reapedFailed  prometheus.Counter
@@ -145,6 +176,8 @@ type Metrics struct {
 	sampleMu sync.Mutex
 	sampled  map[pairKey]struct{} // (queue, status) gauges set last time
 	sampledQ map[string]struct{}  // queues whose oldest gauge was set
+	sampledL map[pairKey]struct{} // (queue, limit) gauges set last time
+	sampledP map[string]struct{}  // queues whose rate period gauge was set
 }
 
 type pairKey struct{ a, b string }
@@ -155,6 +188,9 @@ type queueChildren struct {
 	claimBatch prometheus.Observer
 	claimDur   prometheus.Observer
 	finishDur  prometheus.Observer
+	// limitedBlocked and limitedDeferred are resolved at the queue's first
+	// limited claim (limitedCounters): most queues have no limits.
+	limitedBlocked, limitedDeferred prometheus.Counter
 }
 
 type pairChildren struct {
@@ -224,6 +260,11 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		oldest:     gauge("queue_oldest_available_seconds", "Age of the oldest available PENDING job, as last sampled; 0 when none is available.", "queue"),
 		paused:     gauge("queue_paused", "1 while a queue this process serves is paused (PauseQueue, by any process), 0 once resumed; absent until its first pause.", "queue"),
 		maxWorkers: gauge("queue_max_workers", "A served queue's worker limit in this process after a runtime change (SetQueueMaxWorkers); absent until the first change.", "queue"),
+		limited: counter("jobs_limited_total", "Jobs the claims of this process held back by their queue's limits: blocked (made BLOCKED: their key at its limit, or earlier jobs of their sequence not ended) or deferred (their key's rate limit spent).",
+			"queue", "outcome"),
+		limit: gauge("queue_limit", "A queue's limits as last sampled (QueueLimits), by limit: concurrency and key_concurrency (most RUNNING jobs of the queue and of one limit key), rate and key_rate (most starts per lockstep_queue_limit_period_seconds, of the queue or of one key), sequence (1: each key's jobs run one at a time in insert order). Absent for a limit the queue does not have.",
+			"queue", "limit"),
+		limitRate: gauge("queue_limit_period_seconds", "The period of a queue's rate limit (lockstep_queue_limit of limit rate or key_rate), as last sampled.", "queue"),
 
 		queues:   map[string]*queueChildren{},
 		pairs:    map[pairKey]*pairChildren{},
@@ -231,11 +272,13 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		dbr:      map[pairKey]prometheus.Counter{},
 		sampled:  map[pairKey]struct{}{},
 		sampledQ: map[string]struct{}{},
+		sampledL: map[pairKey]struct{}{},
+		sampledP: map[string]struct{}{},
 	}
 	cs := []prometheus.Collector{
 		m.enqueued, m.claimed, m.finished, m.retries, m.snoozes, m.reaped, m.promoted, m.callbacks, m.cancelled,
 		m.claimBatch, m.claimDur, m.finishDur, m.runDur, m.wait, m.dbRetries,
-		m.queueJobs, m.queueCap, m.oldest, m.paused, m.maxWorkers,
+		m.queueJobs, m.queueCap, m.oldest, m.paused, m.maxWorkers, m.limited, m.limit, m.limitRate,
 	}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -318,7 +361,35 @@ func (m *Metrics) Observe(e lockstep.Event) {
 		m.paused.WithLabelValues(m.queue(e.Queue).label).Set(0)
 	case lockstep.EventQueueMaxWorkers:
 		m.maxWorkers.WithLabelValues(m.queue(e.Queue).label).Set(float64(e.Count))
+	case lockstep.EventLimited:
+		q := m.limitedCounters(e.Queue)
+		if e.Count > 0 {
+			q.limitedBlocked.Add(float64(e.Count))
+		}
+		if e.Deferred > 0 {
+			q.limitedDeferred.Add(float64(e.Deferred))
+		}
 	}
+}
+
+// limitedCounters returns a queue whose limited counters are resolved:
+// both outcomes at once, so that the first block also shows a 0 of
+// deferrals for rate() to start from.
+func (m *Metrics) limitedCounters(queue string) *queueChildren {
+	q := m.queue(queue)
+	m.mu.RLock()
+	ok := q.limitedBlocked != nil
+	m.mu.RUnlock()
+	if ok {
+		return q
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q.limitedBlocked == nil {
+		q.limitedDeferred = m.limited.WithLabelValues(q.label, LimitedDeferred)
+		q.limitedBlocked = m.limited.WithLabelValues(q.label, LimitedBlocked)
+	}
+	return q
 }
 
 // finishIndex maps a finish to its outcome. Discarded comes first: the
@@ -538,11 +609,15 @@ func codeLabel(code string) string {
 }
 
 // Sample reads the queues' counts once with c.Stats (bounded by p; see
-// lockstep.StatsParams) and sets the queue gauges. Gauges of queues (or
-// statuses) that the read no longer returns are deleted, so that a drained
-// and vanished queue does not report its last depth for ever. On error the
-// gauges keep their previous values. The queue label is not subject to
-// Options.MaxLabelValues: the read itself is capped by p.MaxQueues.
+// lockstep.StatsParams) and their limits with c.ListQueueSettings, and
+// sets the queue gauges: lockstep_queue_jobs (BLOCKED counts the jobs the
+// limits hold back) and lockstep_queue_limit. Gauges of queues (or
+// statuses, or limits) that the read no longer returns are deleted, so
+// that a drained and vanished queue does not report its last depth for
+// ever, nor a cleared limit its last value. On error the gauges keep their
+// previous values. The queue label is not subject to
+// Options.MaxLabelValues: the read itself is capped by p.MaxQueues (and
+// queues with settings are few: each was set by hand or configured).
 func (m *Metrics) Sample(ctx context.Context, c *lockstep.Client, p *lockstep.StatsParams) error {
 	if c == nil {
 		return errors.New("metrics: sample: nil client")
@@ -551,8 +626,13 @@ func (m *Metrics) Sample(ctx context.Context, c *lockstep.Client, p *lockstep.St
 	if err != nil {
 		return fmt.Errorf("metrics: sample: %w", err)
 	}
+	settings, err := c.ListQueueSettings(ctx)
+	if err != nil {
+		return fmt.Errorf("metrics: sample: %w", err)
+	}
 	m.sampleMu.Lock()
 	defer m.sampleMu.Unlock()
+	m.sampleLimits(settings)
 	seen := make(map[pairKey]struct{}, len(m.sampled))
 	seenQ := make(map[string]struct{}, len(stats))
 	for _, st := range stats {
@@ -594,6 +674,53 @@ func (m *Metrics) Sample(ctx context.Context, c *lockstep.Client, p *lockstep.St
 	}
 	m.sampled, m.sampledQ = seen, seenQ
 	return nil
+}
+
+// sampleLimits sets the limit gauges of every queue that has limits and
+// deletes those of limits no longer set; the caller holds sampleMu.
+func (m *Metrics) sampleLimits(settings []lockstep.QueueSettings) {
+	seen := make(map[pairKey]struct{}, len(m.sampledL))
+	seenP := make(map[string]struct{}, len(m.sampledP))
+	for _, qs := range settings {
+		l := qs.Limits
+		if !l.Any() {
+			continue
+		}
+		q := label(qs.Queue)
+		set := func(limit string, v float64) {
+			m.limit.WithLabelValues(q, limit).Set(v)
+			seen[pairKey{q, limit}] = struct{}{}
+		}
+		if l.Concurrency > 0 {
+			set(LimitConcurrency, float64(l.Concurrency))
+		}
+		if l.KeyConcurrency > 0 {
+			set(LimitKeyConcurrency, float64(l.KeyConcurrency))
+		}
+		if l.Sequence != lockstep.SequenceNone {
+			set(LimitSequence, 1)
+		}
+		if l.Rate > 0 {
+			if l.RateByKey {
+				set(LimitKeyRate, float64(l.Rate))
+			} else {
+				set(LimitRate, float64(l.Rate))
+			}
+			m.limitRate.WithLabelValues(q).Set(l.RatePeriod.Seconds())
+			seenP[q] = struct{}{}
+		}
+	}
+	for k := range m.sampledL {
+		if _, ok := seen[k]; !ok {
+			m.limit.DeleteLabelValues(k.a, k.b)
+		}
+	}
+	for q := range m.sampledP {
+		if _, ok := seenP[q]; !ok {
+			m.limitRate.DeleteLabelValues(q)
+		}
+	}
+	m.sampledL, m.sampledP = seen, seenP
 }
 
 // DefaultSampleInterval is RunSampler's interval when it is given none.

@@ -17,10 +17,14 @@ type JobStatus string
 // The job statuses. A job is claimed from PENDING into RUNNING and finishes
 // in DONE, FAILED or CANCELLED; a failed attempt with attempts left goes back
 // to PENDING. A job of a workflow waits in WAITING until its dependencies
-// are done: the claim index's range is PENDING, so it is never scanned.
+// are done: the claim index's range is PENDING, so it is never scanned. A
+// job of a limited queue that a claim found over its key's limit, or behind
+// the earlier jobs of its sequence, is BLOCKED until a job of its key
+// leaves RUNNING; it is out of the claim index's range in the same way.
 const (
 	StatusWaiting   JobStatus = "WAITING"
 	StatusPending   JobStatus = "PENDING"
+	StatusBlocked   JobStatus = "BLOCKED"
 	StatusRunning   JobStatus = "RUNNING"
 	StatusDone      JobStatus = "DONE"
 	StatusFailed    JobStatus = "FAILED"
@@ -37,6 +41,49 @@ const (
 	RunActive    RunStatus = "ACTIVE"
 	RunCancelled RunStatus = "CANCELLED"
 )
+
+// RunState is what a run is, for people: the one word the CLI, the
+// dashboard, the demo and the API all show. It is read from the stored
+// status and the run's job counts (RunStateOf), never stored.
+type RunState string
+
+// The run states.
+const (
+	// RunStateActive: some job has not ended yet (WAITING, PENDING,
+	// BLOCKED or RUNNING), or the run has no job yet.
+	RunStateActive RunState = "ACTIVE"
+	// RunStateDone: every job has ended and none FAILED.
+	RunStateDone RunState = "DONE"
+	// RunStateFailed: every job has ended and at least one FAILED.
+	RunStateFailed RunState = "FAILED"
+	// RunStateCancelled: the run was cancelled while some job was live or
+	// before it had any; its jobs that had not ended were cancelled.
+	RunStateCancelled RunState = "CANCELLED"
+)
+
+// RunStateOf is the state of a run stored with status whose jobs count
+// counts; capped counts (a bound, not a total) leave a run ACTIVE, since
+// the jobs not counted may be live.
+func RunStateOf(status RunStatus, counts RunCounts, capped bool) RunState {
+	if status == RunCancelled {
+		return RunStateCancelled
+	}
+	total, live := 0, 0
+	for st, n := range counts {
+		total += n
+		switch st {
+		case StatusWaiting, StatusPending, StatusBlocked, StatusRunning:
+			live += n
+		}
+	}
+	switch {
+	case capped || live > 0 || total == 0:
+		return RunStateActive
+	case counts[StatusFailed] > 0:
+		return RunStateFailed
+	}
+	return RunStateDone
+}
 
 // JobRow is a job as stored.
 type JobRow struct {
@@ -56,6 +103,9 @@ type JobRow struct {
 	LastError   string
 	Errors      []AttemptError
 	CreatedAt   time.Time
+	// LimitKey is the key a queue's per-key limits, sequence and per-key
+	// rate count the job under; empty for none.
+	LimitKey string
 	// UniqueKey is the job's unique key (hex), empty for a job enqueued
 	// without UniqueOpts.
 	UniqueKey string
@@ -72,6 +122,9 @@ type JobRow struct {
 	// Callback is the condition a run's callback job fires on (success,
 	// failure or complete), empty for every other job.
 	Callback string
+	// ClaimedBy is the process (ProcessRow.ID) that claimed the job's
+	// current attempt; empty when no registered process claimed it.
+	ClaimedBy string
 }
 
 // Final reports whether a status is one a job ends in.
@@ -127,7 +180,66 @@ type QueueSettings struct {
 	// MaxWorkers caps each process's workers for the queue; 0: as
 	// configured.
 	MaxWorkers int
-	UpdatedAt  time.Time
+	// Limits are the queue's limits, shared by every process.
+	Limits    QueueLimits
+	UpdatedAt time.Time
+}
+
+// QueueLimits are the limits a queue's jobs run under across every process.
+// A zero field sets no limit.
+type QueueLimits struct {
+	// Concurrency is the most jobs of the queue RUNNING at once.
+	Concurrency int
+	// KeyConcurrency is the most jobs with one LimitKey RUNNING at once.
+	KeyConcurrency int
+	// Sequence runs the jobs of each LimitKey one at a time in id (insert)
+	// order; what a FAILED job does to the rest of its sequence is its
+	// value.
+	Sequence SequencePolicy
+	// Rate is the most jobs started per RatePeriod, in any window of that
+	// length, for the whole queue, or per LimitKey with RateByKey. Jobs
+	// over it are deferred (their available_at moved to when a start frees
+	// up), never polled for.
+	Rate       int
+	RatePeriod time.Duration
+	RateByKey  bool
+}
+
+// Any is whether the queue has any limit.
+func (l QueueLimits) Any() bool {
+	return l.Concurrency > 0 || l.Keyed() || l.Rate > 0
+}
+
+// Keyed is whether a limit counts by LimitKey.
+func (l QueueLimits) Keyed() bool {
+	return l.KeyConcurrency > 0 || l.Sequence != SequenceNone || (l.Rate > 0 && l.RateByKey)
+}
+
+// SequencePolicy is whether a queue runs its keys' jobs as sequences, and
+// what a FAILED job does to the jobs after it. The values are stored.
+type SequencePolicy int
+
+// The sequence policies.
+const (
+	// SequenceNone: no sequences.
+	SequenceNone SequencePolicy = 0
+	// SequenceRelease: a FAILED job lets the next job of its sequence run.
+	SequenceRelease SequencePolicy = 1
+	// SequenceHold: a FAILED job holds its sequence until it is retried
+	// (and then ends DONE, or fails again and holds it again) or the queue
+	// is set to SequenceRelease.
+	SequenceHold SequencePolicy = 2
+)
+
+// String is the policy's name as the CLI and the dashboard show it.
+func (p SequencePolicy) String() string {
+	switch p {
+	case SequenceRelease:
+		return "release"
+	case SequenceHold:
+		return "hold"
+	}
+	return "none"
 }
 
 // ReapResult is a reaped job and where it went.
@@ -158,14 +270,39 @@ type JobListParams struct {
 // RunID is set), so a filter that matches few rows costs at most Window
 // rows, never the whole table.
 type JobPageParams struct {
-	RunID    int64
-	Status   JobStatus
-	Queue    string
-	Kind     string
+	RunID  int64
+	Status JobStatus
+	Queue  string
+	Kind   string
+	// View narrows the page to one of the operators' views of PENDING:
+	// ViewScheduled (available later) or ViewRetrying (after a failed
+	// attempt, waiting for the next). Empty: no view.
+	View JobView
+	// Search keeps the jobs whose args or metadata contain this text
+	// (case-insensitive; at most MaxSearchLen bytes). Like every filter it
+	// reads the page's window of ids: a page may hold none and still have
+	// a next one.
+	Search   string
 	BeforeID int64 // 0: start at the newest job
 	Limit    int   // default 50
 	Window   int   // default 10,000
 }
+
+// MaxSearchLen bounds JobPageParams.Search.
+const MaxSearchLen = 200
+
+// JobView is a view of PENDING jobs an operator looks for.
+type JobView string
+
+// The views.
+const (
+	// ViewScheduled: PENDING jobs whose available_at is ahead (a delayed
+	// insert, a retry's backoff, a snooze, a rate limit's deferral).
+	ViewScheduled JobView = "scheduled"
+	// ViewRetrying: PENDING jobs with a failed attempt behind them (their
+	// last_error set), waiting for the next.
+	ViewRetrying JobView = "retrying"
+)
 
 // JobPage is one page of a newest-first listing.
 type JobPage struct {
@@ -227,6 +364,11 @@ type QueueStats struct {
 	// Window.
 	Finished map[JobStatus]BoundedCount
 	Window   time.Duration
+	// Ready counts the PENDING jobs available now (available_at passed):
+	// those a worker may claim. The rest of PENDING is scheduled (a
+	// delayed insert, a retry's backoff, a snooze, a rate limit's
+	// deferral); see Scheduled.
+	Ready BoundedCount
 	// OldestAvailableAt is the earliest available_at among the available
 	// PENDING jobs (the first CountLimit in claim order); zero when none is
 	// available.
@@ -239,8 +381,29 @@ type QueueStats struct {
 	Now time.Time
 }
 
+// Scheduled counts the PENDING jobs available later: PENDING less Ready.
+// ok is false when both counts are capped, and the split is unknown; a
+// capped result is a lower bound.
+func (s *QueueStats) Scheduled() (c BoundedCount, ok bool) {
+	pending := s.Counts[StatusPending]
+	switch {
+	case pending.Capped && s.Ready.Capped:
+		return BoundedCount{}, false
+	case pending.Capped:
+		return BoundedCount{N: pending.N - s.Ready.N, Capped: true}, true
+	}
+	// Read one after the other, the two counts may disagree by a job
+	// that became available (or was claimed) between them.
+	return BoundedCount{N: max(pending.N-s.Ready.N, 0)}, true
+}
+
 // ErrRunCancelled is returned when jobs are enqueued into a cancelled run.
 var ErrRunCancelled = errors.New("run is cancelled")
+
+// ErrRunFinished is returned when a run whose jobs have all ended (DONE,
+// FAILED or CANCELLED) is cancelled: a cancel would rewrite its history
+// and cancel nothing.
+var ErrRunFinished = errors.New("run has finished: every job has ended, nothing to cancel")
 
 // ErrRunClosed is returned when jobs are added to a run created with
 // callbacks: its callbacks count the jobs it was created with.

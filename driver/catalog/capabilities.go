@@ -28,6 +28,12 @@ type Capabilities struct {
 	// sends a wake-up inside the transaction that makes jobs available, so
 	// it is delivered on commit only; JobListen subscribes.
 	Notify bool
+	// StatusIndex: an index led by status covers every status (MySQL's
+	// lockstep_jobs_heartbeat; PostgreSQL's and SQLite's hold RUNNING jobs
+	// only), so JobMatchCountStatus counts one status's matches by reading
+	// that range alone. Without it the count reads windows of the primary
+	// key.
+	StatusIndex bool
 }
 
 // bound is an optional statement and the capability it belongs to: a
@@ -51,6 +57,7 @@ func (c Capabilities) optional() []bound {
 		{JobLockMany, "LockMany", c.LockMany, true},
 		{JobNotify, "Notify", c.Notify, true},
 		{JobListen, "Notify", c.Notify, true},
+		{JobMatchCountStatus, "StatusIndex", c.StatusIndex, true},
 	}
 }
 

@@ -34,6 +34,23 @@ const (
 	DepsPrimary Index = "deps.primary"
 	// DepsUp is (depends_on, job_id): the dependents of a job.
 	DepsUp Index = "deps.up"
+	// JobsLimit is (queue, limit_key, status, id): a key's RUNNING jobs,
+	// its BLOCKED ones in id order, a sequence's first live job.
+	JobsLimit Index = "jobs.limit"
+	// QueuesPrimary is a queue's settings row: a globally limited queue's
+	// claims lock it first.
+	QueuesPrimary Index = "queues.primary"
+	// LimitKeysPrimary is (queue, limit_key): the lock of one key.
+	LimitKeysPrimary Index = "limit_keys.primary"
+	// LimitStartsPrimary is (queue, limit_key, started_at, job_id): a rate
+	// window's starts.
+	LimitStartsPrimary Index = "limit_starts.primary"
+	// ProcessesPrimary is a registered process's id: its heartbeat, its
+	// delete, and the (small) table read in id order.
+	ProcessesPrimary Index = "processes.primary"
+	// HistoryPrimary is the history rollup's (bucket, queue, kind): a time
+	// range of it is a key range.
+	HistoryPrimary Index = "history.primary"
 	// None is the access path of statements that read no table rows to find
 	// their targets (an INSERT, a bookkeeping query).
 	None Index = ""
@@ -62,6 +79,10 @@ type Statement struct {
 	// IDList marks statements whose last parameter is a list of ids, all
 	// visited through the primary key in ascending order.
 	IDList bool
+	// KeyList marks statements with a list of limit keys: the marker
+	// {keys} expands to one placeholder per key, unless the dialect passes
+	// the list as one array parameter (then it is the last parameter).
+	KeyList bool
 	// Returning marks writes that return the ids they wrote (RETURNING
 	// id): the executor reads an insert's ids from its rows instead of
 	// LastInsertId, and knows which rows a fenced batch changed without a
@@ -113,6 +134,9 @@ func New(spec Spec, stmts ...Statement) (*Catalog, error) {
 		}
 		if s.IDList && !arrayParams && !strings.Contains(s.SQL, "{ids}") {
 			return nil, fmt.Errorf("catalog %s: %s: IDList statement lacks the {ids} marker", dialect, s.Name)
+		}
+		if s.KeyList && !arrayParams && !strings.Contains(s.SQL, "{keys}") {
+			return nil, fmt.Errorf("catalog %s: %s: KeyList statement lacks the {keys} marker", dialect, s.Name)
 		}
 		if s.Returning && !strings.Contains(s.SQL, "RETURNING") {
 			return nil, fmt.Errorf("catalog %s: %s: Returning statement has no RETURNING clause", dialect, s.Name)
@@ -219,6 +243,18 @@ func (c *Catalog) BindIDs(s Statement, ids []int64, args ...any) (string, []any)
 	return sqlText, args
 }
 
+// BindKeys binds a KeyList statement's keys after args.
+func (c *Catalog) BindKeys(s Statement, keys []string, args ...any) (string, []any) {
+	if c.spec.ArrayParams {
+		return s.SQL, append(args, keys)
+	}
+	sqlText := strings.Replace(s.SQL, "{keys}", placeholders(len(keys), "?"), 1)
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	return sqlText, args
+}
+
 // BindRows renders a Rows statement for n rows.
 func (c *Catalog) BindRows(s Statement, n int) string {
 	return strings.Replace(s.SQL, "{rows}", placeholders(n, s.RowSQL), 1)
@@ -274,14 +310,30 @@ func (c *Catalog) LockClass(s Statement) string {
 		return "schema bookkeeping, issued by migrate only, never by the running queue"
 	case s.Claim:
 		return "locking read, SKIP LOCKED: claim-index entries and their primary-key rows in index order, stopping at LIMIT"
+	case s.Table == "lockstep_queues" && s.Locks && strings.HasPrefix(s.SQL, "DELETE"):
+		return "one queue-settings row by primary key (a delete), in a transaction of its own"
+	case s.Table == "lockstep_queues" && s.Locks && strings.Contains(s.SQL, "FOR UPDATE"):
+		return "one queue-settings row by primary key, exclusive (a locking read), before any job row"
 	case s.Table == "lockstep_queues" && s.Locks:
 		return "one queue-settings row by primary key (an upsert), in a transaction of its own"
+	case s.Table == "lockstep_processes" && s.Locks:
+		return "one process row by primary key, in a transaction of its own, never with a job row"
+	case s.Table == "lockstep_history" && s.Locks && strings.HasPrefix(s.SQL, "DELETE"):
+		return "history rows by a primary-key range (the oldest minutes), in a statement of its own"
+	case s.Table == "lockstep_history" && s.Locks:
+		return "one history row by primary key (an upsert); a flush writes its rows in ascending key order in a transaction of its own"
 	case !s.Locks && strings.HasPrefix(s.SQL, "INSERT"):
 		return "insert: new rows only"
 	case !s.Locks:
 		return "no row locks (consistent read)"
 	case s.Table == "lockstep_job_deps":
 		return "workflow edges of the given jobs, by the primary key's leading column, after those jobs' rows"
+	case s.Finds == LimitKeysPrimary && s.KeyList:
+		return "limit-key rows by primary key (queue, key) in ascending key order, SKIP LOCKED: a claim never waits for a key"
+	case s.Finds == LimitKeysPrimary:
+		return "one limit-key row by primary key (queue, key), exclusive, waited for holding no job row"
+	case s.Finds == LimitStartsPrimary:
+		return "the rate starts of the given keys older than the window, by the primary key's (queue, key, started_at) range, after the key rows"
 	case s.Finds == RunsPrimary && strings.Contains(s.SQL, "SHARE"):
 		return "one run row by primary key, shared"
 	case s.Finds == RunsPrimary:

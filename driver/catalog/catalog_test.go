@@ -66,8 +66,8 @@ func TestCatalogRefusesUnknownStatement(t *testing.T) {
 // executor reads these, not the names.
 func TestCatalogCapabilities(t *testing.T) {
 	want := map[string]catalog.Capabilities{
-		"mariadb":  {LockMany: true},
-		"mysql":    {LockMany: true},
+		"mariadb":  {LockMany: true, StatusIndex: true},
+		"mysql":    {LockMany: true, StatusIndex: true},
 		"postgres": {OneStatementClaim: true, LockIDsFirst: true, Notify: true},
 		"sqlite":   {OneStatementClaim: true},
 	}

@@ -70,6 +70,20 @@ const (
 	JobPageFloorByRun Name = "job.page_floor_by_run"
 	JobPageByRun      Name = "job.page_by_run"
 
+	// Bulk actions: the matching ids read without locks in windows of the
+	// primary key; then, batch by batch, the jobs' run and key read without
+	// locks, the runs locked (shared, ascending) before their jobs, and the
+	// jobs written by primary key in ascending id order, status re-checked.
+	JobIDBounds   Name = "job.id_bounds"
+	JobMatch      Name = "job.match"
+	JobMatchCount Name = "job.match_count"
+	// JobMatchCountStatus counts one status's matches through the
+	// status-led index (capability StatusIndex): the preview of an action
+	// over the statuses a table holds few of (FAILED, the live ones).
+	JobMatchCountStatus Name = "job.match_count_status"
+	JobBulkRefs         Name = "job.bulk_refs"
+	JobRetryMany        Name = "job.retry_many"
+
 	// Workflows: a job's dependencies and the run's callbacks. The edges are
 	// inserted with the jobs and read without locks; the jobs they name are
 	// locked by primary key in ascending id order, after the run row.
@@ -95,6 +109,59 @@ const (
 	QueuePause         Name = "queue.pause"
 	QueueResume        Name = "queue.resume"
 	QueueSetMaxWorkers Name = "queue.set_max_workers"
+	// QueueDelete removes a queue's settings row (`queues remove`).
+	QueueDelete Name = "queue.delete"
+
+	// Limits: a queue's limits and the claim, release and sweep of a
+	// limited queue's jobs (sqlexec/limits.go).
+	QueueLimits        Name = "queue.limits"
+	QueueLockLimits    Name = "queue.lock_limits"
+	QueueSetLimits     Name = "queue.set_limits"
+	QueueOccupied      Name = "queue.occupied"
+	LimitCancelling    Name = "limit.cancelling"
+	JobClaimCandidates Name = "job.claim_candidates"
+	JobClaimIDs        Name = "job.claim_ids"
+	JobBlock           Name = "job.block"
+	JobDefer           Name = "job.defer"
+	JobUnblock         Name = "job.unblock"
+	JobRelease         Name = "job.release"
+	LimitLockKeys      Name = "limit.lock_keys"
+	LimitLockKey       Name = "limit.lock_key"
+	LimitInsertKeys    Name = "limit.insert_keys"
+	LimitKeys          Name = "limit.keys"
+	LimitBlockedIn     Name = "limit.blocked_in"
+	LimitKeyRunning    Name = "limit.key_running"
+	LimitSequenceHead  Name = "limit.sequence_head"
+	LimitBlockedIDs    Name = "limit.blocked_ids"
+	LimitBlockedKeys   Name = "limit.blocked_keys"
+	RateWindow         Name = "rate.window"
+	RateInsert         Name = "rate.insert"
+	RatePrune          Name = "rate.prune"
+	LimitClock         Name = "limit.clock"
+
+	// Processes: a client's row of lockstep_processes, written alone in a
+	// transaction of its own by primary key, never with a job row; the
+	// reads of the processes page and the CLI (sqlexec/processes.go).
+	ProcessInsert    Name = "process.insert"
+	ProcessHeartbeat Name = "process.heartbeat"
+	ProcessDelete    Name = "process.delete"
+	// ProcessStale lists processes whose heartbeat is older than a bound;
+	// ProcessPrune deletes one of them by primary key if it still is.
+	ProcessStale Name = "process.stale"
+	ProcessPrune Name = "process.prune"
+	ProcessList  Name = "process.list"
+	// JobRunningByProcess: a process's RUNNING jobs (claimed_by), those a
+	// dead process leaves for the reaper.
+	JobRunningByProcess Name = "job.running_by_process"
+	// History: the per-minute rollup of finished jobs (sqlexec/history.go).
+	// HistoryAdd upserts one row, adding its counts, in the flush's
+	// transaction, rows in primary-key order; HistoryRange reads a time
+	// range; HistoryPruneBound finds where a bounded batch of old rows
+	// ends, and HistoryPrune deletes the rows before it.
+	HistoryAdd        Name = "history.add"
+	HistoryRange      Name = "history.range"
+	HistoryPruneBound Name = "history.prune_bound"
+	HistoryPrune      Name = "history.prune"
 
 	// Schema bookkeeping (migrate) and the server's version.
 	MigrationCreateTable Name = "migration.create_table"
@@ -115,9 +182,15 @@ var required = []Name{
 	JobCancel, JobCancelMany, JobIDsLiveByRun, RunCancel,
 	RunInsert, RunGet, RunCounts, RunCountsBounded, RunList,
 	JobGet, JobList, JobListByRun, JobRetry, JobPageFloor, JobPage, JobPageFloorByRun, JobPageByRun,
+	JobIDBounds, JobMatch, JobMatchCount, JobBulkRefs, JobRetryMany,
 	DepInsert, DepDependents, DepDependencies, DepDeleteMany,
 	JobInsertFlow, JobLockFlow, JobSetWaiting, JobPromote, JobCancelWaiting, JobRevive, JobOutputsMany, RunLock,
-	QueueList, QueueCount, QueueFinished, QueueOldest, QueueSettingsList, QueuePause, QueueResume, QueueSetMaxWorkers,
+	QueueList, QueueCount, QueueFinished, QueueOldest, QueueSettingsList, QueuePause, QueueResume, QueueSetMaxWorkers, QueueDelete,
+	QueueLimits, QueueLockLimits, QueueSetLimits, QueueOccupied, LimitCancelling, JobClaimCandidates, JobClaimIDs,
+	JobBlock, JobDefer, JobUnblock, JobRelease, LimitLockKeys, LimitLockKey, LimitInsertKeys, LimitKeys, LimitBlockedIn, LimitKeyRunning,
+	LimitSequenceHead, LimitBlockedIDs, LimitBlockedKeys, RateWindow, RateInsert, RatePrune, LimitClock,
+	ProcessInsert, ProcessHeartbeat, ProcessDelete, ProcessStale, ProcessPrune, ProcessList, JobRunningByProcess,
+	HistoryAdd, HistoryRange, HistoryPruneBound, HistoryPrune,
 	MigrationCreateTable, MigrationList, MigrationInsert, MigrationDelete, ServerVersion,
 }
 

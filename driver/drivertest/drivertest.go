@@ -33,6 +33,8 @@ func Run(t *testing.T, newDriver Factory) {
 	t.Run("CompleteMany", func(t *testing.T) { testCompleteMany(t, newDriver) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, newDriver) })
 	t.Run("Features", func(t *testing.T) { testFeatures(t, newDriver) })
+	t.Run("Limits", func(t *testing.T) { testLimits(t, newDriver) })
+	t.Run("History", func(t *testing.T) { testHistory(t, newDriver) })
 }
 
 // setup returns a driver on a fresh, migrated database.
@@ -77,7 +79,10 @@ func testMigrate(t *testing.T, newDriver Factory) {
 	require.Len(t, down, 1)
 	v, err = m.Version(ctx)
 	require.NoError(t, err)
-	require.Equal(t, m.Latest()-1, v)
+	// The one before, by version: the numbers need not be contiguous (a
+	// dialect may lack a step another has).
+	all := m.All()
+	require.Equal(t, all[len(all)-2].Version, v)
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
 }

@@ -231,12 +231,36 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		require.Empty(t, again.Cancelled)
 		require.Equal(t, res.Run.CancelledAt, again.Run.CancelledAt, "a second cancel keeps the first time")
 
+		// A run whose jobs have all ended is not cancelled: that would
+		// rewrite its history (a DONE run shown CANCELLED) and cancel
+		// nothing. An empty run can be: it keeps jobs out of it.
+		done, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "finished"})
+		require.NoError(t, err)
+		_, err = ex.JobInsertIntoRun(ctx, done.ID, []driver.JobInsertParams{job("q", "k", 0)})
+		require.NoError(t, err)
+		j := claimOne(t, ex)
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: j.ID, Attempt: 1, Status: rowtype.StatusDone})
+		require.NoError(t, err)
+		require.True(t, ok)
+		_, err = ex.RunCancel(ctx, done.ID)
+		require.ErrorIs(t, err, rowtype.ErrRunFinished)
+		got, err := ex.RunGet(ctx, done.ID)
+		require.NoError(t, err)
+		require.Equal(t, rowtype.RunActive, got.Status, "a refused cancel changes nothing")
+		require.True(t, got.CancelledAt.IsZero())
+		empty, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "empty"})
+		require.NoError(t, err)
+		res, err = ex.RunCancel(ctx, empty.ID)
+		require.NoError(t, err)
+		require.Equal(t, rowtype.RunCancelled, res.Run.Status)
+		require.Empty(t, res.Cancelled)
+
 		listed, err := ex.JobList(ctx, &rowtype.JobListParams{RunID: run.ID, Status: rowtype.StatusCancelled})
 		require.NoError(t, err)
 		require.Len(t, listed, 2)
 		all, err := ex.JobList(ctx, &rowtype.JobListParams{})
 		require.NoError(t, err)
-		require.Len(t, all, 3)
+		require.Len(t, all, 4)
 	})
 
 	t.Run("ClassifiesNothingOnPlainErrors", func(t *testing.T) {

@@ -116,5 +116,17 @@ func testFeatures(t *testing.T, newDriver Factory) {
 		require.NoError(t, err)
 		require.True(t, got[1].Paused.IsZero())
 		require.Zero(t, got[0].MaxWorkers)
+
+		// A queue's row removed: gone from the settings, once.
+		removed, err := ex.QueueDelete(ctx, "a")
+		require.NoError(t, err)
+		require.True(t, removed)
+		removed, err = ex.QueueDelete(ctx, "a")
+		require.NoError(t, err)
+		require.False(t, removed)
+		got, err = ex.QueueSettings(ctx)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, "b", got[0].Queue)
 	})
 }

@@ -150,9 +150,10 @@ func testInspect(t *testing.T, newDriver Factory) {
 		st, err := ex.QueueStats(ctx, &rowtype.QueueStatsParams{Queue: "b"})
 		require.NoError(t, err)
 		require.Equal(t, "b", st.Queue)
-		// Every status is counted, WAITING (a workflow's) included.
+		// Every status is counted, WAITING (a workflow's) and BLOCKED (a
+		// limited queue's) included.
 		require.Equal(t, map[rowtype.JobStatus]rowtype.BoundedCount{
-			rowtype.StatusWaiting: {}, rowtype.StatusPending: {N: 2}, rowtype.StatusRunning: {N: 1}, rowtype.StatusDone: {N: 1},
+			rowtype.StatusWaiting: {}, rowtype.StatusPending: {N: 2}, rowtype.StatusBlocked: {}, rowtype.StatusRunning: {N: 1}, rowtype.StatusDone: {N: 1},
 			rowtype.StatusFailed: {}, rowtype.StatusCancelled: {},
 		}, st.Counts)
 		require.Equal(t, rowtype.BoundedCount{N: 1}, st.Finished[rowtype.StatusDone], "finished within the window")
@@ -220,7 +221,9 @@ func testInspect(t *testing.T, newDriver Factory) {
 
 		run, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "r"})
 		require.NoError(t, err)
-		ids, err := ex.JobInsertIntoRun(ctx, run.ID, []driver.JobInsertParams{one})
+		// A second job stays PENDING: a run whose jobs have all ended
+		// cannot be cancelled.
+		ids, err := ex.JobInsertIntoRun(ctx, run.ID, []driver.JobInsertParams{one, one})
 		require.NoError(t, err)
 		inRun := claimOne(t, ex)
 		require.Equal(t, ids[0], inRun.ID)

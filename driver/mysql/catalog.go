@@ -18,46 +18,83 @@ const pkOnlyDelete = "DELETE FROM lockstep_jobs WHERE id IN ({ids})"
 // (depends_on, job_id), cannot serve.
 const depsDelete = "DELETE FROM lockstep_job_deps WHERE job_id IN ({ids})"
 
+// queueDelete removes a queue's settings row by its whole primary key,
+// which leaves no other index to choose (and single-table DELETE takes no
+// hint).
+const queueDelete = "DELETE FROM lockstep_queues WHERE name = ?"
+
+// processDelete and processPrune remove a process's row by its whole
+// primary key, which leaves no other index to choose (and single-table
+// DELETE takes no hint); the prune only if its heartbeat is still old.
+const (
+	processDelete = "DELETE FROM lockstep_processes WHERE id = ?"
+	processPrune  = "DELETE FROM lockstep_processes WHERE id = ? AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND"
+)
+
 // newCatalog declares every statement the queue issues on MySQL/MariaDB.
 // returning is false on MySQL 8, which has no INSERT ... RETURNING.
 func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
-		catalog.RunsPrimary:     "PRIMARY",
-		catalog.JobsPrimary:     "PRIMARY",
-		catalog.JobsClaim:       "lockstep_jobs_claim",
-		catalog.JobsRun:         "lockstep_jobs_run",
-		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
-		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
-		catalog.JobsUnique:      "lockstep_jobs_unique",
-		catalog.DepsPrimary:     "PRIMARY",
-		catalog.DepsUp:          "lockstep_job_deps_up",
+		catalog.RunsPrimary:        "PRIMARY",
+		catalog.JobsPrimary:        "PRIMARY",
+		catalog.JobsClaim:          "lockstep_jobs_claim",
+		catalog.JobsRun:            "lockstep_jobs_run",
+		catalog.JobsHeartbeat:      "lockstep_jobs_heartbeat",
+		catalog.JobsQueueStatus:    "lockstep_jobs_queue_status",
+		catalog.JobsUnique:         "lockstep_jobs_unique",
+		catalog.DepsPrimary:        "PRIMARY",
+		catalog.DepsUp:             "lockstep_job_deps_up",
+		catalog.JobsLimit:          "lockstep_jobs_limit",
+		catalog.QueuesPrimary:      "PRIMARY",
+		catalog.LimitKeysPrimary:   "PRIMARY",
+		catalog.LimitStartsPrimary: "PRIMARY",
+		catalog.ProcessesPrimary:   "PRIMARY",
+		catalog.HistoryPrimary:     "PRIMARY",
 	}
 	// statusIndexes are the indexes whose entries change with a job's status.
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique, catalog.JobsLimit}
 	ret := ""
 	if returning {
 		ret = " RETURNING id"
 	}
 	const jobs = "lockstep_jobs"
 	const queues = "lockstep_queues"
+	const processes = "lockstep_processes"
 	const deps = "lockstep_job_deps"
 	const byPK = "UPDATE lockstep_jobs FORCE INDEX (PRIMARY) SET "
 	history := "error_history = JSON_MERGE_PRESERVE(error_history, ?)"
 	// pageFilter is the optional status, queue and kind of a job page; an
 	// empty parameter matches every row.
-	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
+	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)" +
+		// The views: scheduled (PENDING, available later) and retrying
+		// (PENDING after a failed attempt), each on when its flag is 1.
+		" AND (? = 0 OR (status = 'PENDING' AND available_at > " + now + "))" +
+		" AND (? = 0 OR (status = 'PENDING' AND last_error IS NOT NULL))" +
+		// The search: a lower-case LIKE pattern (with ! escaping) over the
+		// args and the metadata of the window's rows, which are stored
+		// with a binary collation: lowered here, case-insensitive.
+		" AND (? = '' OR LOWER(args) LIKE ? ESCAPE '!' OR LOWER(metadata) LIKE ? ESCAPE '!')"
+	// matchFilter narrows a bulk action's windows further: a run, the
+	// statuses the action applies to (retry: FAILED; cancel: the live
+	// ones; delete: the final ones, not a job cancelled while its worker
+	// still runs it), and a finish time.
+	const matchFilter = " AND (? = 0 OR run_id = ?)" +
+		" AND (? = 0 OR status = 'FAILED')" +
+		" AND (? = 0 OR status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING'))" +
+		" AND (? = 0 OR (status IN ('DONE', 'FAILED', 'CANCELLED') AND finished_at IS NOT NULL))" +
+		" AND (? = 0 OR finished_at >= ?)"
 	spec := catalog.Spec{
 		Dialect: flavor, IndexNames: indexNames,
 		// No UPDATE ... RETURNING: the claim is a locking read, then an
 		// update by primary key; and the batched DONE cannot say which rows
 		// it changed, so a partial one is redone under job.lock_many.
-		Capabilities: catalog.Capabilities{LockMany: true},
+		Capabilities: catalog.Capabilities{LockMany: true, StatusIndex: true},
 	}
-	return catalog.New(spec,
+	return catalog.New(spec, append([]catalog.Statement{
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs, Rows: true, Returning: returning,
-			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, error_history, created_at) VALUES {rows}" + ret,
-			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, '[]', " + now + ")",
+			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, limit_key, error_history, created_at) VALUES {rows}" + ret,
+			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, '[]', " + now + ")",
 		},
 		catalog.Statement{
 			// One unique job. A duplicate fails with 1062 (statement rolled
@@ -66,8 +103,8 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 			// holder's unique-index record and then its PRIMARY record,
 			// the reverse of every status change's order.
 			Name: catalog.JobInsertUnique, Table: jobs,
-			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states, error_history, created_at)" +
-				" VALUES (?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, ?, '[]', " + now + ")",
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, limit_key, unique_key, unique_states, error_history, created_at)" +
+				" VALUES (?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, ?, ?, '[]', " + now + ")",
 		},
 		catalog.Statement{
 			// The job holding a key: a consistent read of the unique index.
@@ -86,7 +123,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobClaimUpdate, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: byPK + "status = 'RUNNING', attempts = attempts + 1, started_at = ?, heartbeat_at = ? WHERE id IN ({ids}) AND status = 'PENDING'",
+			SQL: byPK + "status = 'RUNNING', attempts = attempts + 1, started_at = ?, heartbeat_at = ?, claimed_by = ? WHERE id IN ({ids}) AND status = 'PENDING'",
 		},
 		catalog.Statement{
 			Name: catalog.JobFinishDone, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
@@ -126,7 +163,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
-			SQL: "SELECT id, attempts, max_attempts, run_id, dependents FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat)" +
+			SQL: "SELECT id, attempts, max_attempts, run_id, dependents, queue, limit_key FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat)" +
 				" WHERE status = 'RUNNING' AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
@@ -137,15 +174,15 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('WAITING', 'PENDING', 'RUNNING')",
+			SQL: byPK + "finished_at = CASE WHEN status = 'RUNNING' THEN NULL ELSE " + now + " END, status = 'CANCELLED', heartbeat_at = " + now + " WHERE id = ? AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: byPK + "status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('WAITING', 'PENDING', 'RUNNING')",
+			SQL: byPK + "finished_at = CASE WHEN status = 'RUNNING' THEN NULL ELSE " + now + " END, status = 'CANCELLED', heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
-			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND status IN ('WAITING', 'PENDING', 'RUNNING') ORDER BY id",
+			SQL: "SELECT id, queue, limit_key FROM lockstep_jobs FORCE INDEX (lockstep_jobs_run) WHERE run_id = ? AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
 			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
@@ -210,8 +247,8 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 			// dependents, policy and callback condition.
 			Name: catalog.JobInsertFlow, Table: jobs, Rows: true, Returning: returning,
 			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata," +
-				" waiting_on, dependents, dep_policy, callback, error_history, created_at) VALUES {rows}" + ret,
-			RowSQL: "(?, ?, ?, ?, ?, ?, ?, COALESCE(?, " + now + "), ?, ?, ?, ?, ?, '[]', " + now + ")",
+				" waiting_on, dependents, dep_policy, callback, limit_key, error_history, created_at) VALUES {rows}" + ret,
+			RowSQL: "(?, ?, ?, ?, ?, ?, ?, COALESCE(?, " + now + "), ?, ?, ?, ?, ?, ?, '[]', " + now + ")",
 		},
 		catalog.Statement{
 			Name: catalog.JobLockFlow, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
@@ -252,6 +289,37 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.JobPage, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
+		},
+		// Bulk actions: windows of the primary key read without locks,
+		// then each batch written by primary key (job.retry_many,
+		// job.cancel_many, retention's job.prune_lock and deletes).
+		catalog.Statement{
+			Name: catalog.JobIDBounds, Table: jobs, Finds: catalog.JobsPrimary,
+			// Each end read from the primary key (MIN/MAX would be
+			// answered before the plan, leaving none to check).
+			SQL: "SELECT COALESCE((SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) ORDER BY id LIMIT 1), 0)," +
+				" COALESCE((SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) ORDER BY id DESC LIMIT 1), 0)",
+		},
+		catalog.Statement{
+			Name: catalog.JobMatch, Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT id FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id > ? AND id <= ?" + pageFilter + matchFilter + " ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: catalog.JobMatchCount, Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT COUNT(*) FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id > ? AND id <= ?" + pageFilter + matchFilter,
+		},
+		catalog.Statement{
+			Name: catalog.JobMatchCountStatus, Table: jobs, Finds: catalog.JobsHeartbeat,
+			SQL: "SELECT COUNT(*) FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat) WHERE id > ? AND id <= ?" + pageFilter + matchFilter + " AND status = ?",
+		},
+		catalog.Statement{
+			Name: catalog.JobBulkRefs, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT " + sqlexec.BulkRefColumns + " FROM lockstep_jobs FORCE INDEX (PRIMARY) WHERE id IN ({ids})",
+		},
+		catalog.Statement{
+			Name: catalog.JobRetryMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: byPK + "status = 'PENDING', available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL," +
+				" max_attempts = GREATEST(max_attempts, attempts + 1) WHERE id IN ({ids}) AND status = 'FAILED'",
 		},
 		catalog.Statement{
 			Name: catalog.JobPageFloorByRun, Table: jobs, Finds: catalog.JobsRun,
@@ -313,7 +381,60 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		// a statement of its own, never in a transaction with a job or run.
 		catalog.Statement{
 			Name: catalog.QueueSettingsList, Table: queues,
-			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
+			SQL: "SELECT name, paused_at, max_workers, updated_at, concurrency, key_concurrency, sequence, rate, rate_period_us, rate_by_key FROM lockstep_queues ORDER BY name",
+		},
+		catalog.Statement{
+			// A queue's settings row by primary key, alone in its
+			// transaction: the only row it locks, which a limited claim
+			// takes first (or not at all) and no write holds with another.
+			Name: catalog.QueueDelete, Table: queues, Finds: catalog.QueuesPrimary, Locks: true,
+			SQL: queueDelete,
+		},
+		catalog.Statement{
+			// A client registers itself: a new row, alone in its
+			// transaction.
+			Name: catalog.ProcessInsert, Table: processes,
+			SQL: "INSERT INTO lockstep_processes (id, host, pid, version, queues, workers, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, " + now + ", " + now + ")",
+		},
+		catalog.Statement{
+			// The process's own row by primary key, alone in its
+			// transaction, on the job heartbeat's cadence but never in the
+			// same transaction as a job row.
+			Name: catalog.ProcessHeartbeat, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: "UPDATE lockstep_processes FORCE INDEX (PRIMARY) SET heartbeat_at = " + now + " WHERE id = ?",
+		},
+		catalog.Statement{
+			// A clean stop removes the process's row by primary key.
+			Name: catalog.ProcessDelete, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: processDelete,
+		},
+		catalog.Statement{
+			// The processes long gone: a consistent read of the small
+			// table in id order, bounded; each is then deleted by
+			// process.prune.
+			Name: catalog.ProcessStale, Table: processes, Finds: catalog.ProcessesPrimary,
+			SQL: "SELECT id FROM lockstep_processes FORCE INDEX (PRIMARY) WHERE heartbeat_at < " + now + " - INTERVAL ? MICROSECOND ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			// One long-gone process's row by primary key, if its heartbeat
+			// is still old, alone in its transaction.
+			Name: catalog.ProcessPrune, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: processPrune,
+		},
+		catalog.Statement{
+			// The processes page and `lockstep processes`: the small table
+			// in id order, with the database's clock to age heartbeats by.
+			Name: catalog.ProcessList, Table: processes, Finds: catalog.ProcessesPrimary,
+			SQL: "SELECT id, host, pid, version, queues, workers, started_at, heartbeat_at, " + now + " FROM lockstep_processes FORCE INDEX (PRIMARY) ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			// A process's RUNNING jobs, without locks: no index on
+			// claimed_by (the claim would have to change its entries); the
+			// heartbeat index's RUNNING range — every job some worker runs,
+			// a few per worker — filtered by claimed_by, bounded by LIMIT.
+			Name: catalog.JobRunningByProcess, Table: jobs, Finds: catalog.JobsHeartbeat,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat)" +
+				" WHERE status = 'RUNNING' AND claimed_by = ? ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
 			Name: catalog.QueuePause, Table: queues, Locks: true,
@@ -349,7 +470,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.ServerVersion, SQL: "SELECT VERSION()",
 		},
-	)
+	}, append(limitStatements(statusIndexes), historyStatements()...)...)...)
 }
 
 // Catalog returns the statement catalogue the driver uses on MariaDB

@@ -22,7 +22,7 @@ func TestByIDWritesForcePrimary(t *testing.T) {
 			if st.Locks && (st.Finds == catalog.JobsPrimary || st.Finds == catalog.RunsPrimary) && st.SQL != pkOnlyDelete {
 				require.Contains(t, st.SQL, "FORCE INDEX (PRIMARY)", st.Name)
 			}
-			if st.Finds != catalog.None && st.Finds != catalog.JobsPrimary && st.Finds != catalog.RunsPrimary && st.SQL != depsDelete {
+			if st.Finds != catalog.None && st.Finds != catalog.JobsPrimary && st.Finds != catalog.RunsPrimary && st.SQL != depsDelete && st.SQL != queueDelete && st.SQL != processDelete && st.SQL != processPrune && st.SQL != historyPrune {
 				require.Contains(t, st.SQL, "FORCE INDEX ("+c.IndexName(st.Finds)+")", st.Name)
 			}
 			if strings.Contains(st.SQL, "NOW(") {

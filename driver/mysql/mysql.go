@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/internal/shell"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+	"github.com/lockstep-queue/lockstep/internal/dsnparse/mysqldsn"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -38,16 +39,24 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// Open opens a pool from a go-sql-driver DSN ("user:pass@tcp(host:3306)/db").
-// parseTime is switched on; the driver compares times on the server's UTC
-// clock, so the session time zone does not matter.
+// Open opens a pool from a DSN in any of the MySQL forms: a mysql:// or
+// mariadb:// URL ("mysql://user:pass@host:3306/db?param=value", with
+// ?socket=/path for a unix socket) or go-sql-driver's own DSN
+// ("user:pass@tcp(host:3306)/db", "user@unix(/path)/db"); the lockstep CLI
+// takes the same. parseTime is switched on; the driver compares times on
+// the server's UTC clock, so the session time zone does not matter. Its
+// errors never show the password.
 func Open(ctx context.Context, dsn string) (*Driver, error) {
-	cfg, err := gomysql.ParseDSN(dsn)
+	parsed, err := mysqldsn.Parse(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("mysql: parse dsn: %w", err)
+		return nil, fmt.Errorf("mysql: %w", err)
 	}
+	if err := parsed.OneHost(); err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	cfg := parsed.Config.Clone()
 	cfg.ParseTime = true
-	if !strings.Contains(dsn, "interpolateParams") {
+	if !parsed.HasParam("interpolateParams") {
 		// Without it every statement with arguments is prepared, executed
 		// and closed on the server: three round trips instead of one. The
 		// driver escapes arguments for the connection's utf8mb4 charset.

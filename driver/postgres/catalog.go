@@ -11,21 +11,42 @@ import (
 // are locked in the order a plan visits them (a bitmap scan visits them in
 // physical order), so every multi-row UPDATE is preceded by job.lock_ids,
 // which locks the ids ORDER BY id.
+// pgMatchFilter is a bulk action's window filter, after its bounds $1 and
+// $2: the job page's filter ($3–$13), then a run, the statuses the
+// action applies to (retry: FAILED; cancel: the live ones; delete: the
+// final ones, not a job cancelled while its worker still runs it) and a
+// finish time (see the MySQL catalogue).
+const pgMatchFilter = " AND ($3 = '' OR status = $4) AND ($5 = '' OR queue = $6) AND ($7 = '' OR kind = $8)" +
+	" AND ($9 = 0 OR (status = 'PENDING' AND available_at > now())) AND ($10 = 0 OR (status = 'PENDING' AND last_error IS NOT NULL))" +
+	" AND ($11 = '' OR args::text ILIKE $12 ESCAPE '!' OR metadata::text ILIKE $13 ESCAPE '!')" +
+	" AND ($14 = 0 OR run_id = $15)" +
+	" AND ($16 = 0 OR status = 'FAILED')" +
+	" AND ($17 = 0 OR status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING'))" +
+	" AND ($18 = 0 OR (status IN ('DONE', 'FAILED', 'CANCELLED') AND finished_at IS NOT NULL))" +
+	" AND ($19 = 0 OR finished_at >= $20)"
+
 func newCatalog() (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
-		catalog.RunsPrimary:     "lockstep_runs_pkey",
-		catalog.JobsPrimary:     "lockstep_jobs_pkey",
-		catalog.JobsClaim:       "lockstep_jobs_claim",
-		catalog.JobsRun:         "lockstep_jobs_run",
-		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
-		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
-		catalog.JobsUnique:      "lockstep_jobs_unique",
-		catalog.DepsPrimary:     "lockstep_job_deps_pkey",
-		catalog.DepsUp:          "lockstep_job_deps_up",
+		catalog.RunsPrimary:        "lockstep_runs_pkey",
+		catalog.JobsPrimary:        "lockstep_jobs_pkey",
+		catalog.JobsClaim:          "lockstep_jobs_claim",
+		catalog.JobsRun:            "lockstep_jobs_run",
+		catalog.JobsHeartbeat:      "lockstep_jobs_heartbeat",
+		catalog.JobsQueueStatus:    "lockstep_jobs_queue_status",
+		catalog.JobsUnique:         "lockstep_jobs_unique",
+		catalog.DepsPrimary:        "lockstep_job_deps_pkey",
+		catalog.DepsUp:             "lockstep_job_deps_up",
+		catalog.JobsLimit:          "lockstep_jobs_limit",
+		catalog.QueuesPrimary:      "lockstep_queues_pkey",
+		catalog.LimitKeysPrimary:   "lockstep_limit_keys_pkey",
+		catalog.LimitStartsPrimary: "lockstep_limit_starts_pkey",
+		catalog.ProcessesPrimary:   "lockstep_processes_pkey",
+		catalog.HistoryPrimary:     "lockstep_history_pkey",
 	}
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique, catalog.JobsLimit}
 	const jobs = "lockstep_jobs"
 	const queues = "lockstep_queues"
+	const processes = "lockstep_processes"
 	const deps = "lockstep_job_deps"
 	const micro = "::bigint * interval '1 microsecond'"
 	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
@@ -33,13 +54,13 @@ func newCatalog() (*catalog.Catalog, error) {
 		Dialect: "postgres", ArrayParams: true, IndexNames: indexNames,
 		Capabilities: catalog.Capabilities{OneStatementClaim: true, LockIDsFirst: true, Notify: true},
 	}
-	return catalog.New(spec,
+	return catalog.New(spec, append([]catalog.Statement{
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs, Returning: true,
-			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata)" +
-				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, 'PENDING', u.priority, u.max_attempts, COALESCE(u.available_at, now()), u.metadata::jsonb" +
-				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::timestamptz[], $8::text[])" +
-				" WITH ORDINALITY AS u(run_id, queue, kind, args, priority, max_attempts, available_at, metadata, n) ORDER BY u.n RETURNING id",
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, limit_key)" +
+				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, 'PENDING', u.priority, u.max_attempts, COALESCE(u.available_at, now()), u.metadata::jsonb, u.limit_key" +
+				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::timestamptz[], $8::text[], $9::text[])" +
+				" WITH ORDINALITY AS u(run_id, queue, kind, args, priority, max_attempts, available_at, metadata, limit_key, n) ORDER BY u.n RETURNING id",
 		},
 		catalog.Statement{
 			// One unique job. A concurrent insert of the same key waits for
@@ -47,8 +68,8 @@ func newCatalog() (*catalog.Catalog, error) {
 			// inserts): no error, no deadlock; no row returned means a
 			// duplicate.
 			Name: catalog.JobInsertUnique, Table: jobs, Returning: true,
-			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states)" +
-				" VALUES (NULLIF($1::bigint, 0), $2, $3, $4::text::jsonb, 'PENDING', $5, $6, COALESCE($7::timestamptz, now()), $8::text::jsonb, $9, $10)" +
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, limit_key, unique_key, unique_states)" +
+				" VALUES (NULLIF($1::bigint, 0), $2, $3, $4::text::jsonb, 'PENDING', $5, $6, COALESCE($7::timestamptz, now()), $8::text::jsonb, $9, $10, $11)" +
 				" ON CONFLICT DO NOTHING RETURNING id",
 		},
 		catalog.Statement{
@@ -79,7 +100,7 @@ func newCatalog() (*catalog.Catalog, error) {
 			Name: catalog.JobClaim, Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
 			SQL: "WITH picked AS (SELECT id FROM lockstep_jobs WHERE queue = $1 AND status = 'PENDING' AND available_at <= now()" +
 				" ORDER BY priority, available_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)" +
-				" UPDATE lockstep_jobs j SET status = 'RUNNING', attempts = j.attempts + 1, started_at = now(), heartbeat_at = now()" +
+				" UPDATE lockstep_jobs j SET status = 'RUNNING', attempts = j.attempts + 1, started_at = now(), heartbeat_at = now(), claimed_by = $3" +
 				" FROM picked WHERE j.id = picked.id RETURNING " + jcols,
 		},
 		catalog.Statement{
@@ -125,7 +146,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
-			SQL: "SELECT id, attempts, max_attempts, run_id, dependents FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < now() - $1" + micro +
+			SQL: "SELECT id, attempts, max_attempts, run_id, dependents, queue, limit_key FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < now() - $1" + micro +
 				" ORDER BY heartbeat_at, id LIMIT $2",
 		},
 		catalog.Statement{
@@ -136,15 +157,15 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = $1 AND status IN ('WAITING', 'PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET finished_at = CASE WHEN status = 'RUNNING' THEN NULL ELSE now() END, status = 'CANCELLED', heartbeat_at = now() WHERE id = $1 AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = now(), heartbeat_at = now() WHERE id = ANY($1) AND status IN ('WAITING', 'PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET finished_at = CASE WHEN status = 'RUNNING' THEN NULL ELSE now() END, status = 'CANCELLED', heartbeat_at = now() WHERE id = ANY($1) AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
-			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = $1 AND status IN ('WAITING', 'PENDING', 'RUNNING') ORDER BY id",
+			SQL: "SELECT id, queue, limit_key FROM lockstep_jobs WHERE run_id = $1 AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
 			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
@@ -201,12 +222,12 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.Statement{
 			// A workflow's jobs as arrays, as job.insert takes plain ones.
 			Name: catalog.JobInsertFlow, Table: jobs, Returning: true,
-			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback)" +
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback, limit_key)" +
 				" SELECT NULLIF(u.run_id, 0), u.queue, u.kind, u.args::jsonb, u.status, u.priority, u.max_attempts, COALESCE(u.available_at, now()), u.metadata::jsonb," +
-				" u.waiting_on, u.dependents, u.dep_policy, u.callback" +
+				" u.waiting_on, u.dependents, u.dep_policy, u.callback, u.limit_key" +
 				" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::smallint[], $7::integer[], $8::timestamptz[], $9::text[]," +
-				" $10::integer[], $11::integer[], $12::smallint[], $13::text[])" +
-				" WITH ORDINALITY AS u(run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback, n)" +
+				" $10::integer[], $11::integer[], $12::smallint[], $13::text[], $14::text[])" +
+				" WITH ORDINALITY AS u(run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback, limit_key, n)" +
 				" ORDER BY u.n RETURNING id",
 		},
 		catalog.Statement{
@@ -244,7 +265,33 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.JobPage, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id < $1 AND id >= $2" +
-				" AND ($3 = '' OR status = $4) AND ($5 = '' OR queue = $6) AND ($7 = '' OR kind = $8) ORDER BY id DESC LIMIT $9",
+				" AND ($3 = '' OR status = $4) AND ($5 = '' OR queue = $6) AND ($7 = '' OR kind = $8)" +
+				" AND ($9 = 0 OR (status = 'PENDING' AND available_at > now())) AND ($10 = 0 OR (status = 'PENDING' AND last_error IS NOT NULL))" +
+				" AND ($11 = '' OR args::text ILIKE $12 ESCAPE '!' OR metadata::text ILIKE $13 ESCAPE '!') ORDER BY id DESC LIMIT $14",
+		},
+		// Bulk actions: see the MySQL catalogue. job.retry_many locks its
+		// rows through job.lock_ids first (LockIDsFirst), ORDER BY id.
+		catalog.Statement{
+			Name: catalog.JobIDBounds, Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT COALESCE((SELECT id FROM lockstep_jobs ORDER BY id LIMIT 1), 0)," +
+				" COALESCE((SELECT id FROM lockstep_jobs ORDER BY id DESC LIMIT 1), 0)",
+		},
+		catalog.Statement{
+			Name: catalog.JobMatch, Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT id FROM lockstep_jobs WHERE id > $1 AND id <= $2" + pgMatchFilter + " ORDER BY id LIMIT $21",
+		},
+		catalog.Statement{
+			Name: catalog.JobMatchCount, Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT COUNT(*) FROM lockstep_jobs WHERE id > $1 AND id <= $2" + pgMatchFilter,
+		},
+		catalog.Statement{
+			Name: catalog.JobBulkRefs, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT " + sqlexec.BulkRefColumns + " FROM lockstep_jobs WHERE id = ANY($1)",
+		},
+		catalog.Statement{
+			Name: catalog.JobRetryMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = now(), heartbeat_at = now(), finished_at = NULL," +
+				" max_attempts = GREATEST(max_attempts, attempts + 1) WHERE id = ANY($1) AND status = 'FAILED'",
 		},
 		catalog.Statement{
 			Name: catalog.JobPageFloorByRun, Table: jobs, Finds: catalog.JobsRun,
@@ -253,7 +300,9 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.JobPageByRun, Table: jobs, Finds: catalog.JobsRun,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE run_id = $1 AND id < $2 AND id >= $3" +
-				" AND ($4 = '' OR status = $5) AND ($6 = '' OR queue = $7) AND ($8 = '' OR kind = $9) ORDER BY id DESC LIMIT $10",
+				" AND ($4 = '' OR status = $5) AND ($6 = '' OR queue = $7) AND ($8 = '' OR kind = $9)" +
+				" AND ($10 = 0 OR (status = 'PENDING' AND available_at > now())) AND ($11 = 0 OR (status = 'PENDING' AND last_error IS NOT NULL))" +
+				" AND ($12 = '' OR args::text ILIKE $13 ESCAPE '!' OR metadata::text ILIKE $14 ESCAPE '!') ORDER BY id DESC LIMIT $15",
 		},
 		catalog.Statement{
 			Name: catalog.RunList, Table: "lockstep_runs", Finds: catalog.RunsPrimary,
@@ -298,7 +347,52 @@ func newCatalog() (*catalog.Catalog, error) {
 		// a statement of its own, never in a transaction with a job or run.
 		catalog.Statement{
 			Name: catalog.QueueSettingsList, Table: queues,
-			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
+			SQL: "SELECT name, paused_at, max_workers, updated_at, concurrency, key_concurrency, sequence, rate, rate_period_us, rate_by_key FROM lockstep_queues ORDER BY name",
+		},
+		catalog.Statement{
+			// A queue's settings row by primary key, alone in its
+			// transaction: the only row it locks, which a limited claim
+			// takes first (or not at all) and no write holds with another.
+			Name: catalog.QueueDelete, Table: queues, Finds: catalog.QueuesPrimary, Locks: true,
+			SQL: "DELETE FROM lockstep_queues WHERE name = $1",
+		},
+		catalog.Statement{
+			// A client registers itself: a new row, alone in its
+			// transaction.
+			Name: catalog.ProcessInsert, Table: processes,
+			SQL: "INSERT INTO lockstep_processes (id, host, pid, version, queues, workers, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, $5, $6, now(), now())",
+		},
+		catalog.Statement{
+			// The process's own row by primary key, alone in its
+			// transaction, never with a job row.
+			Name: catalog.ProcessHeartbeat, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: "UPDATE lockstep_processes SET heartbeat_at = now() WHERE id = $1",
+		},
+		catalog.Statement{
+			Name: catalog.ProcessDelete, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: "DELETE FROM lockstep_processes WHERE id = $1",
+		},
+		catalog.Statement{
+			// The processes long gone, in id order, bounded: a consistent
+			// read of the small table; each is then deleted by
+			// process.prune.
+			Name: catalog.ProcessStale, Table: processes, Finds: catalog.ProcessesPrimary,
+			SQL: "SELECT id FROM lockstep_processes WHERE heartbeat_at < now() - $1" + micro + " ORDER BY id LIMIT $2",
+		},
+		catalog.Statement{
+			Name: catalog.ProcessPrune, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: "DELETE FROM lockstep_processes WHERE id = $1 AND heartbeat_at < now() - $2" + micro,
+		},
+		catalog.Statement{
+			Name: catalog.ProcessList, Table: processes, Finds: catalog.ProcessesPrimary,
+			SQL: "SELECT id, host, pid, version, queues, workers, started_at, heartbeat_at, now() FROM lockstep_processes ORDER BY id LIMIT $1",
+		},
+		catalog.Statement{
+			// A process's RUNNING jobs, without locks: the heartbeat
+			// index's RUNNING range (its predicate) filtered by claimed_by,
+			// bounded by LIMIT; no index on claimed_by.
+			Name: catalog.JobRunningByProcess, Table: jobs, Finds: catalog.JobsHeartbeat,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE status = 'RUNNING' AND claimed_by = $1 ORDER BY heartbeat_at, id LIMIT $2",
 		},
 		catalog.Statement{
 			Name: catalog.QueuePause, Table: queues, Locks: true,
@@ -339,7 +433,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.ServerVersion, SQL: "SHOW server_version",
 		},
-	)
+	}, append(limitStatements(statusIndexes), historyStatements()...)...)...)
 }
 
 // Catalog returns the statement catalogue the driver uses, without a

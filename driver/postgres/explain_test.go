@@ -46,7 +46,7 @@ func TestClaimPlan(t *testing.T) {
 
 		// EXPLAIN without ANALYZE plans the UPDATE without running it.
 		var raw string
-		require.NoError(t, drv.DB().QueryRow("EXPLAIN (FORMAT JSON) "+claim.SQL, lockstep.DefaultQueue, 5).Scan(&raw))
+		require.NoError(t, drv.DB().QueryRow("EXPLAIN (FORMAT JSON) "+claim.SQL, lockstep.DefaultQueue, 5, nil).Scan(&raw))
 		var plans []struct {
 			Plan planNode `json:"Plan"`
 		}

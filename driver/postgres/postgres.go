@@ -22,6 +22,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/internal/shell"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+	"github.com/lockstep-queue/lockstep/internal/dsnparse/pgdsn"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -36,12 +37,17 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// Open creates a pgx pool from a postgres:// URL or key=value DSN.
+// Open creates a pgx pool from a DSN in either PostgreSQL form: a
+// postgres:// or postgresql:// URL, or libpq's key=value string
+// ("host=localhost port=5432 user=app dbname=app sslmode=disable"), with
+// several hosts if wanted, as pgx takes them; the lockstep CLI takes the
+// same. Its errors never show the password.
 func Open(ctx context.Context, dsn string) (*Driver, error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
+	parsed, err := pgdsn.Parse(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	cfg := parsed.Config
 	// PostgreSQL's FORCE INDEX: every catalogue statement declares the index
 	// that finds its rows, and on a small or freshly loaded table the planner
 	// would rather scan and sort. The penalty makes it take the declared
@@ -167,7 +173,11 @@ func columnarInsert(jobs []driver.JobInsertParams) []any {
 	maxes := make([]int32, len(jobs))
 	ats := make([]pgtype.Timestamptz, len(jobs))
 	metas := make([]pgtype.Text, len(jobs))
+	keys := make([]pgtype.Text, len(jobs))
 	for i, j := range jobs {
+		if j.LimitKey != "" {
+			keys[i] = pgtype.Text{String: j.LimitKey, Valid: true}
+		}
 		if j.Metadata != nil {
 			metas[i] = pgtype.Text{String: string(j.Metadata), Valid: true}
 		}
@@ -177,12 +187,12 @@ func columnarInsert(jobs []driver.JobInsertParams) []any {
 			ats[i] = pgtype.Timestamptz{Time: j.ScheduledAt.UTC(), Valid: true}
 		}
 	}
-	return []any{runs, queues, kinds, args, prios, maxes, ats, metas}
+	return []any{runs, queues, kinds, args, prios, maxes, ats, metas, keys}
 }
 
 // columnarFlow is job.insert_flow's arrays: job.insert's, with each job's
-// status between args and priority, and its workflow columns after
-// metadata.
+// status between args and priority, and its workflow columns between
+// metadata and limit_key.
 func columnarFlow(jobs []driver.JobInsertParams) []any {
 	base := columnarInsert(jobs)
 	statuses := make([]string, len(jobs))
@@ -202,8 +212,8 @@ func columnarFlow(jobs []driver.JobInsertParams) []any {
 	}
 	out := append([]any{}, base[:4]...)
 	out = append(out, statuses)
-	out = append(out, base[4:]...)
-	return append(out, waiting, dependents, policies, callbacks)
+	out = append(out, base[4:8]...)
+	return append(out, waiting, dependents, policies, callbacks, base[8])
 }
 
 func classify(err error) (rowtype.ErrorKind, string) {

@@ -15,42 +15,62 @@ const plus = "strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', ? / 1
 // wrong; the statements still find rows the same way as on the servers.
 func newCatalog() (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
-		catalog.RunsPrimary:     "PRIMARY",
-		catalog.JobsPrimary:     "PRIMARY",
-		catalog.JobsClaim:       "lockstep_jobs_claim",
-		catalog.JobsRun:         "lockstep_jobs_run",
-		catalog.JobsHeartbeat:   "lockstep_jobs_heartbeat",
-		catalog.JobsQueueStatus: "lockstep_jobs_queue_status",
-		catalog.JobsUnique:      "lockstep_jobs_unique",
-		catalog.DepsPrimary:     "PRIMARY",
-		catalog.DepsUp:          "lockstep_job_deps_up",
+		catalog.RunsPrimary:        "PRIMARY",
+		catalog.JobsPrimary:        "PRIMARY",
+		catalog.JobsClaim:          "lockstep_jobs_claim",
+		catalog.JobsRun:            "lockstep_jobs_run",
+		catalog.JobsHeartbeat:      "lockstep_jobs_heartbeat",
+		catalog.JobsQueueStatus:    "lockstep_jobs_queue_status",
+		catalog.JobsUnique:         "lockstep_jobs_unique",
+		catalog.DepsPrimary:        "PRIMARY",
+		catalog.DepsUp:             "lockstep_job_deps_up",
+		catalog.JobsLimit:          "lockstep_jobs_limit",
+		catalog.QueuesPrimary:      "PRIMARY",
+		catalog.LimitKeysPrimary:   "PRIMARY",
+		catalog.LimitStartsPrimary: "PRIMARY",
+		catalog.ProcessesPrimary:   "PRIMARY",
+		catalog.HistoryPrimary:     "PRIMARY",
 	}
-	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique}
+	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique, catalog.JobsLimit}
 	const jobs = "lockstep_jobs"
 	const queues = "lockstep_queues"
+	const processes = "lockstep_processes"
 	const deps = "lockstep_job_deps"
 	// History entries arrive as a one-element JSON array (the shape MySQL
 	// and PostgreSQL concatenate); json() keeps the element JSON, not text.
 	// pageFilter is the optional status, queue and kind of a job page; an
 	// empty parameter matches every row.
-	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)"
+	const pageFilter = " AND (? = '' OR status = ?) AND (? = '' OR queue = ?) AND (? = '' OR kind = ?)" +
+		// The views: scheduled (PENDING, available later) and retrying
+		// (PENDING after a failed attempt), each on when its flag is 1.
+		" AND (? = 0 OR (status = 'PENDING' AND available_at > " + now + "))" +
+		" AND (? = 0 OR (status = 'PENDING' AND last_error IS NOT NULL))" +
+		// The search: a LIKE pattern (with ! escaping) over the args and
+		// the metadata of the window's rows, case-insensitive.
+		" AND (? = '' OR args LIKE ? ESCAPE '!' OR metadata LIKE ? ESCAPE '!')"
+	// matchFilter: see the MySQL catalogue.
+	const matchFilter = " AND (? = 0 OR run_id = ?)" +
+		" AND (? = 0 OR status = 'FAILED')" +
+		" AND (? = 0 OR status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING'))" +
+		" AND (? = 0 OR (status IN ('DONE', 'FAILED', 'CANCELLED') AND finished_at IS NOT NULL))" +
+		" AND (? = 0 OR finished_at >= ?)"
 	const history = "error_history = json_insert(error_history, '$[#]', json(json_extract(?, '$[0]')))"
 	// One writer at a time: no row lock to order, so no locking reads.
 	spec := catalog.Spec{
 		Dialect: "sqlite", IndexNames: indexNames,
 		Capabilities: catalog.Capabilities{OneStatementClaim: true},
 	}
-	return catalog.New(spec,
+	return catalog.New(spec, append([]catalog.Statement{
 		catalog.Statement{
 			Name: catalog.JobInsert, Table: jobs, Rows: true, Returning: true,
-			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata) VALUES {rows} RETURNING id",
-			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?)",
+			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, limit_key) VALUES {rows} RETURNING id",
+			RowSQL: "(?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?)",
 		},
 		catalog.Statement{
 			// One unique job; a duplicate inserts nothing and returns no row.
 			Name: catalog.JobInsertUnique, Table: jobs, Returning: true,
-			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, unique_key, unique_states)" +
-				" VALUES (?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+			SQL: "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, limit_key, unique_key, unique_states)" +
+				" VALUES (?, ?, ?, ?, 'PENDING', ?, ?, COALESCE(?, " + now + "), ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
 		},
 		catalog.Statement{
 			Name: catalog.JobIDByUniqueKey, Table: jobs, Finds: catalog.JobsUnique,
@@ -62,9 +82,11 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobClaim, Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'RUNNING', attempts = attempts + 1, started_at = " + now + ", heartbeat_at = " + now +
-				" WHERE id IN (SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_claim WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now +
-				" ORDER BY priority, available_at, id LIMIT ?) RETURNING " + sqlexec.JobColumns,
+			// Numbered parameters: the claiming process (?3) is bound after
+			// the queue and the limit, as on PostgreSQL.
+			SQL: "UPDATE lockstep_jobs SET status = 'RUNNING', attempts = attempts + 1, started_at = " + now + ", heartbeat_at = " + now + ", claimed_by = ?3" +
+				" WHERE id IN (SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_claim WHERE queue = ?1 AND status = 'PENDING' AND available_at <= " + now +
+				" ORDER BY priority, available_at, id LIMIT ?2) RETURNING " + sqlexec.JobColumns,
 		},
 		catalog.Statement{
 			Name: catalog.JobFinishDone, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
@@ -97,7 +119,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
-			SQL: "SELECT id, attempts, max_attempts, run_id, dependents FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < " +
+			SQL: "SELECT id, attempts, max_attempts, run_id, dependents, queue, limit_key FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < " +
 				"strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
@@ -108,15 +130,15 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status IN ('WAITING', 'PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET finished_at = CASE WHEN status = 'RUNNING' THEN NULL ELSE " + now + " END, status = 'CANCELLED', heartbeat_at = " + now + " WHERE id = ? AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancelMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
-			SQL: "UPDATE lockstep_jobs SET status = 'CANCELLED', finished_at = " + now + ", heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('WAITING', 'PENDING', 'RUNNING')",
+			SQL: "UPDATE lockstep_jobs SET finished_at = CASE WHEN status = 'RUNNING' THEN NULL ELSE " + now + " END, status = 'CANCELLED', heartbeat_at = " + now + " WHERE id IN ({ids}) AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING')",
 		},
 		catalog.Statement{
 			Name: catalog.JobIDsLiveByRun, Table: jobs, Finds: catalog.JobsRun,
-			SQL: "SELECT id FROM lockstep_jobs WHERE run_id = ? AND status IN ('WAITING', 'PENDING', 'RUNNING') ORDER BY id",
+			SQL: "SELECT id, queue, limit_key FROM lockstep_jobs WHERE run_id = ? AND status IN ('WAITING', 'PENDING', 'BLOCKED', 'RUNNING') ORDER BY id",
 		},
 		catalog.Statement{
 			Name: catalog.JobGet, Table: jobs, Finds: catalog.JobsPrimary,
@@ -172,8 +194,8 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobInsertFlow, Table: jobs, Rows: true, Returning: true,
-			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback) VALUES {rows} RETURNING id",
-			RowSQL: "(?, ?, ?, ?, ?, ?, ?, COALESCE(?, " + now + "), ?, ?, ?, ?, ?)",
+			SQL:    "INSERT INTO lockstep_jobs (run_id, queue, kind, args, status, priority, max_attempts, available_at, metadata, waiting_on, dependents, dep_policy, callback, limit_key) VALUES {rows} RETURNING id",
+			RowSQL: "(?, ?, ?, ?, ?, ?, ?, COALESCE(?, " + now + "), ?, ?, ?, ?, ?, ?)",
 		},
 		catalog.Statement{
 			Name: catalog.JobLockFlow, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
@@ -210,6 +232,29 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.JobPage, Table: jobs, Finds: catalog.JobsPrimary,
 			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs WHERE id < ? AND id >= ?" + pageFilter + " ORDER BY id DESC LIMIT ?",
+		},
+		// Bulk actions: see the MySQL catalogue.
+		catalog.Statement{
+			Name: catalog.JobIDBounds, Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT COALESCE((SELECT id FROM lockstep_jobs ORDER BY id LIMIT 1), 0)," +
+				" COALESCE((SELECT id FROM lockstep_jobs ORDER BY id DESC LIMIT 1), 0)",
+		},
+		catalog.Statement{
+			Name: catalog.JobMatch, Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT id FROM lockstep_jobs WHERE id > ? AND id <= ?" + pageFilter + matchFilter + " ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: catalog.JobMatchCount, Table: jobs, Finds: catalog.JobsPrimary,
+			SQL: "SELECT COUNT(*) FROM lockstep_jobs WHERE id > ? AND id <= ?" + pageFilter + matchFilter,
+		},
+		catalog.Statement{
+			Name: catalog.JobBulkRefs, Table: jobs, Finds: catalog.JobsPrimary, IDList: true,
+			SQL: "SELECT " + sqlexec.BulkRefColumns + " FROM lockstep_jobs WHERE id IN ({ids})",
+		},
+		catalog.Statement{
+			Name: catalog.JobRetryMany, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'PENDING', available_at = " + now + ", heartbeat_at = " + now + ", finished_at = NULL," +
+				" max_attempts = MAX(max_attempts, attempts + 1) WHERE id IN ({ids}) AND status = 'FAILED'",
 		},
 		catalog.Statement{
 			Name: catalog.JobPageFloorByRun, Table: jobs, Finds: catalog.JobsRun,
@@ -264,7 +309,44 @@ func newCatalog() (*catalog.Catalog, error) {
 		// Queue settings: one row per queue, upserted by primary key.
 		catalog.Statement{
 			Name: catalog.QueueSettingsList, Table: queues,
-			SQL: "SELECT name, paused_at, max_workers, updated_at FROM lockstep_queues ORDER BY name",
+			SQL: "SELECT name, paused_at, max_workers, updated_at, concurrency, key_concurrency, sequence, rate, rate_period_us, rate_by_key FROM lockstep_queues ORDER BY name",
+		},
+		catalog.Statement{
+			// A queue's settings row by primary key, alone in its
+			// transaction: the only row it locks, which a limited claim
+			// takes first (or not at all) and no write holds with another.
+			Name: catalog.QueueDelete, Table: queues, Finds: catalog.QueuesPrimary, Locks: true,
+			SQL: "DELETE FROM lockstep_queues WHERE name = ?",
+		},
+		catalog.Statement{
+			Name: catalog.ProcessInsert, Table: processes,
+			SQL: "INSERT INTO lockstep_processes (id, host, pid, version, queues, workers, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, " + now + ", " + now + ")",
+		},
+		catalog.Statement{
+			Name: catalog.ProcessHeartbeat, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: "UPDATE lockstep_processes SET heartbeat_at = " + now + " WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: catalog.ProcessDelete, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: "DELETE FROM lockstep_processes WHERE id = ?",
+		},
+		catalog.Statement{
+			Name: catalog.ProcessStale, Table: processes, Finds: catalog.ProcessesPrimary,
+			SQL: "SELECT id FROM lockstep_processes WHERE heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			Name: catalog.ProcessPrune, Table: processes, Finds: catalog.ProcessesPrimary, Locks: true,
+			SQL: "DELETE FROM lockstep_processes WHERE id = ? AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0))",
+		},
+		catalog.Statement{
+			Name: catalog.ProcessList, Table: processes, Finds: catalog.ProcessesPrimary,
+			SQL: "SELECT id, host, pid, version, queues, workers, started_at, heartbeat_at, " + now + " FROM lockstep_processes ORDER BY id LIMIT ?",
+		},
+		catalog.Statement{
+			// A process's RUNNING jobs: the heartbeat index's RUNNING range
+			// filtered by claimed_by, bounded by LIMIT.
+			Name: catalog.JobRunningByProcess, Table: jobs, Finds: catalog.JobsHeartbeat,
+			SQL: "SELECT " + sqlexec.JobColumns + " FROM lockstep_jobs INDEXED BY lockstep_jobs_heartbeat WHERE status = 'RUNNING' AND claimed_by = ? ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
 			Name: catalog.QueuePause, Table: queues, Locks: true,
@@ -305,7 +387,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.ServerVersion, SQL: "SELECT sqlite_version()",
 		},
-	)
+	}, append(limitStatements(statusIndexes), historyStatements()...)...)...)
 }
 
 // Catalog returns the statement catalogue the driver uses, without a

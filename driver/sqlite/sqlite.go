@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/internal/shell"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
+	"github.com/lockstep-queue/lockstep/internal/dsnparse/sqlitedsn"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -34,11 +35,19 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// Open opens (creating if needed) the database file at path with the
-// settings the queue needs: WAL, BEGIN IMMEDIATE, a busy timeout.
-func Open(ctx context.Context, path string) (*Driver, error) {
-	if path == "" {
+// Open opens (creating if needed) the database a DSN names, in any of the
+// SQLite forms: a bare path ("app.db", "./data/q.db", "/var/lib/q.db"),
+// "sqlite:path", "sqlite:///abs/path" or SQLite's URI "file:path?params";
+// the lockstep CLI takes the same. A path is taken literally up to a '?',
+// which starts SQLite URI parameters. It sets what the queue needs: WAL,
+// BEGIN IMMEDIATE, a busy timeout.
+func Open(ctx context.Context, dsn string) (*Driver, error) {
+	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("sqlite: empty database path")
+	}
+	parsed, err := sqlitedsn.Parse(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -48,13 +57,14 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 	// Every transaction takes the write lock at BEGIN: a read that later
 	// upgrades to a write can fail with BUSY no busy timeout can cure.
 	q.Set("_txlock", "immediate")
+	uri := parsed.URI()
 	sep := "?"
-	if strings.Contains(path, "?") {
+	if strings.Contains(uri, "?") {
 		sep = "&"
 	}
-	db, err := sql.Open("sqlite", "file:"+path+sep+q.Encode())
+	db, err := sql.Open("sqlite", uri+sep+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", parsed.Shown, err)
 	}
 	// One writer at a time is SQLite's nature; a small pool keeps readers
 	// concurrent without piling writers onto the busy handler.

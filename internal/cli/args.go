@@ -13,13 +13,23 @@ import (
 // are checked in its file.
 
 // allStatuses lists the job statuses in the order tables show them: a
-// job's life from left to right, WAITING (for its dependencies) first. A
+// job's life from left to right, WAITING (for its dependencies) first,
+// BLOCKED (held back by its queue's limits) between PENDING and RUNNING. A
 // function, not a variable, so that no caller can reorder it for another.
 func allStatuses() []lockstep.JobStatus {
 	return []lockstep.JobStatus{
-		lockstep.StatusWaiting, lockstep.StatusPending, lockstep.StatusRunning, lockstep.StatusDone,
-		lockstep.StatusFailed, lockstep.StatusCancelled,
+		lockstep.StatusWaiting, lockstep.StatusPending, lockstep.StatusBlocked, lockstep.StatusRunning,
+		lockstep.StatusDone, lockstep.StatusFailed, lockstep.StatusCancelled,
 	}
+}
+
+// statusNames is the statuses as help and error texts list them.
+const statusNames = "WAITING, PENDING, BLOCKED, RUNNING, DONE, FAILED or CANCELLED"
+
+// liveStatuses are the statuses of a job that has not ended: the ones a
+// cancel moves to CANCELLED, and what keeps a run from being complete.
+func liveStatuses() []lockstep.JobStatus {
+	return []lockstep.JobStatus{lockstep.StatusWaiting, lockstep.StatusPending, lockstep.StatusBlocked, lockstep.StatusRunning}
 }
 
 // statusHeader is the statuses as the tab-separated headers of a table's
@@ -48,7 +58,7 @@ func parseStatusFlag(s string) (lockstep.JobStatus, error) {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("unknown job status %q: use WAITING, PENDING, RUNNING, DONE, FAILED or CANCELLED", s)
+	return "", fmt.Errorf("unknown job status %q: use %s", s, statusNames)
 }
 
 // checkListFlags checks a listing's paging flags before the database is

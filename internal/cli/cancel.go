@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,9 @@ func newCancelCmd(c *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel",
 		Short: "Cancel a run (cancel run ID) or a job (cancel job ID)",
-		Long: `Cancel a run and its WAITING, PENDING and RUNNING jobs, or one job.
+		Long: `Cancel a run and its WAITING, PENDING, BLOCKED and RUNNING jobs, or one job.
+A run whose jobs have all ended (DONE or FAILED) cannot be cancelled: it
+keeps its history.
 Cancelling a job of a workflow cancels the jobs that depend on it too,
 unless they were created to run on a dependency's failure.
 
@@ -37,7 +40,7 @@ func newCancelRunCmd(c *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "run ID",
-		Short: "Cancel a run and its WAITING, PENDING and RUNNING jobs",
+		Short: "Cancel a run and its WAITING, PENDING, BLOCKED and RUNNING jobs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseIDArg("run", args[0])
@@ -47,6 +50,9 @@ func newCancelRunCmd(c *app) *cobra.Command {
 			ctx := cmd.Context()
 			return c.withQueueClient(ctx, func(client *lockstep.Client) error {
 				res, err := client.CancelRun(ctx, id)
+				if errors.Is(err, lockstep.ErrRunFinished) {
+					return fmt.Errorf("cannot cancel run %d: it has finished (every job has ended), so there is nothing to cancel; it stays as it is (see: lockstep runs show %d)", id, id)
+				}
 				if err != nil {
 					return notFoundAs(err, "run", id)
 				}
@@ -78,8 +84,8 @@ func newCancelJobCmd(c *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "job ID",
-		Short: "Cancel a WAITING, PENDING or RUNNING job",
-		Long: `Cancel a WAITING, PENDING or RUNNING job. Cancelling a job that is already
+		Short: "Cancel a WAITING, PENDING, BLOCKED or RUNNING job",
+		Long: `Cancel a WAITING, PENDING, BLOCKED or RUNNING job. Cancelling a job that is already
 CANCELLED changes nothing and succeeds; a DONE or FAILED job cannot be
 cancelled.`,
 		Args: cobra.ExactArgs(1),
@@ -99,7 +105,7 @@ cancelled.`,
 					return notFoundAs(err, "job", id)
 				}
 				if !ok && job.Status != lockstep.StatusCancelled {
-					return fmt.Errorf("cannot cancel job %d: it is %s; only WAITING, PENDING or RUNNING jobs can be cancelled", id, job.Status)
+					return fmt.Errorf("cannot cancel job %d: it is %s; only WAITING, PENDING, BLOCKED or RUNNING jobs can be cancelled", id, job.Status)
 				}
 				if asJSON {
 					return clienv.JSON(c.Stdout, jobChangeOut{Changed: ok, Job: toJobOut(job)})

@@ -93,9 +93,9 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 			{args: []string{"enqueue", "resize", "--run", "999999"}, want: "lockstep: enqueue: run 999999 not found"},
 			{args: []string{"enqueue", "resize", "{}", "--args-file", argsFile}, want: "lockstep: give JSON_ARGS or --args-file, not both"},
 			{args: []string{"enqueue", "resize", "--args-file", filepath.Join(t.TempDir(), "missing.json")}, want: "lockstep: --args-file: open "},
-			{args: []string{"enqueue"}, want: "lockstep: accepts between 1 and 2 arg(s), received 0"},
-			{args: []string{"jobs", "--status", "finished"}, want: `lockstep: unknown job status "finished": use WAITING, PENDING, RUNNING, DONE, FAILED or CANCELLED`},
-			{args: []string{"jobs", "list", "--status", "nope"}, want: `lockstep: unknown job status "nope": use WAITING, PENDING, RUNNING, DONE, FAILED or CANCELLED`},
+			{args: []string{"enqueue"}, want: "lockstep: lockstep enqueue needs KIND [JSON_ARGS], got no arguments"},
+			{args: []string{"jobs", "--status", "finished"}, want: `lockstep: unknown job status "finished": use WAITING, PENDING, BLOCKED, RUNNING, DONE, FAILED or CANCELLED`},
+			{args: []string{"jobs", "list", "--status", "nope"}, want: `lockstep: unknown job status "nope": use WAITING, PENDING, BLOCKED, RUNNING, DONE, FAILED or CANCELLED`},
 			{args: []string{"jobs", "--limit", "0"}, want: "lockstep: --limit must be at least 1, got 0"},
 			{args: []string{"jobs", "show", "abc"}, want: `lockstep: invalid job id "abc": want a positive integer`},
 			{args: []string{"jobs", "show", "999999"}, want: "lockstep: job 999999 not found"},
@@ -168,8 +168,8 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 		require.Equal(t, 2, runs.Runs[1].Jobs)
 
 		out = l.OK("runs")
-		require.Regexp(t, `(?m)^ID\s+NAME\s+STATUS\s+PROGRESS\s+WAITING\s+PENDING\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+CREATED$`, out)
-		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+0/3\s+0\s+3\s+0\s+0\s+0\s+0\s+\S+$`, runID), out)
+		require.Regexp(t, `(?m)^ID\s+NAME\s+STATUS\s+PROGRESS\s+WAITING\s+PENDING\s+BLOCKED\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+CREATED$`, out)
+		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+0/3\s+0\s+3\s+0\s+0\s+0\s+0\s+0\s+\S+$`, runID), out)
 		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+nightly\s+ACTIVE\s+≥0/≥2\s+≥0\s+≥2\s`, runID), l.OK("runs", "--count-limit", "2"))
 
 		var show runShowOut
@@ -208,9 +208,11 @@ func TestCLIEnqueueAndRead(t *testing.T) {
 			}
 		}
 		out = l.OK("stats", "--count-limit", "2")
-		require.Regexp(t, `(?m)^QUEUE\s+WAITING\s+PENDING\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+OLDEST_PENDING\s+JOBS/S\(1m0s\)$`, out)
-		require.Regexp(t, `(?m)^default\s+0\s+≥2\s+0\s+0\s+0\s+0\s+\S+\s+0\.00$`, out)
-		require.Regexp(t, `(?m)^mail\s+0\s+1\s+0\s+0\s+0\s+0\s+-\s+0\.00$`, out)
+		require.Regexp(t, `(?m)^QUEUE\s+WAITING\s+PENDING\s+BLOCKED\s+RUNNING\s+DONE\s+FAILED\s+CANCELLED\s+SCHEDULED\s+OLDEST_PENDING\s+JOBS/S\(1m0s\)$`, out)
+		// Both of default's PENDING and ready counts stop at 2: how many
+		// are scheduled is not known.
+		require.Regexp(t, `(?m)^default\s+0\s+≥2\s+0\s+0\s+0\s+0\s+0\s+\?\s+\S+\s+0\.00$`, out)
+		require.Regexp(t, `(?m)^mail\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+1\s+-\s+0\.00$`, out)
 
 		// cancel: a job, again, then a run; a cancelled run takes no jobs.
 		var change jobChangeOut
@@ -342,6 +344,10 @@ func TestCLIWork(t *testing.T) {
 		var inRun jobOut
 		l.json(&inRun, "enqueue", "exec", "--new-run", "doomed", "--max-attempts", "1", `{"fail": 1}`)
 		l.waitStatus(inRun.ID, lockstep.StatusFailed)
+		// Every job of the run has ended: its cancel is refused. With a
+		// job left (in a queue no worker serves), it is cancelled.
+		require.Contains(t, l.Fail("cancel", "run", itoa(inRun.RunID)), "it has finished")
+		l.enqueue("exec", "--run", itoa(inRun.RunID), "--queue", "unserved", `{"fail": 1}`)
 		l.OK("cancel", "run", itoa(inRun.RunID))
 		require.Equal(t, fmt.Sprintf("lockstep: cannot retry job %d: its run %d is cancelled", inRun.ID, inRun.RunID),
 			l.Fail("retry", "job", itoa(inRun.ID)))
@@ -441,7 +447,7 @@ func TestCLIWorkDemoKinds(t *testing.T) {
 func TestCLIHelpListsCommands(t *testing.T) {
 	code, out, errOut := runCLI(t, "--help")
 	require.Equal(t, 0, code, errOut)
-	for _, cmd := range []string{"enqueue", "runs", "jobs", "cancel", "retry", "stats", "queues", "work"} {
+	for _, cmd := range []string{"enqueue", "runs", "jobs", "cancel", "retry", "stats", "history", "queues", "work"} {
 		require.Regexp(t, `(?m)^\s+`+cmd+`\s`, out)
 	}
 }
@@ -489,7 +495,7 @@ func TestCLIOutputEscapesControlCharacters(t *testing.T) {
 	require.Contains(t, table.String(), `stderr: boom \x1b[31mred\x…`, "escaped, then cut")
 
 	var show bytes.Buffer
-	require.NoError(t, writeJobDetail(&show, j))
+	require.NoError(t, writeJobDetail(&show, j, lockstep.QueueLimits{}))
 	noControls(t, show.String())
 	require.Contains(t, show.String(), "  attempt 1 at -:\n    first\n    \tindented \\x1b[31mred\\x1b[0m\\rover\\x00\n", "newlines and tabs kept, CR escaped")
 	require.Contains(t, show.String(), "  attempt 2 at -:\n    exec: command exited with code 3; stderr:\n    boom \\x1b[31mred\\x1b[0m\\x07\n")

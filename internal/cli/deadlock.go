@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
@@ -50,7 +51,9 @@ fix for the report's own table and index; or says it recognises none.
 Keys are decoded with the columns' types from, in order: the live server
 (--dsn, information_schema), a schema file (--schema FILE: CREATE TABLE
 statements or SHOW CREATE TABLE output), else inferred from the bytes with
-the uncertainty shown.
+the uncertainty shown. A table the report names that neither has (dropped
+since the deadlock, as 'lab repro' drops its table) is said to be not
+found, and its keys are inferred.
 
 Input is FILE, or stdin when FILE is - or absent. With --dsn and no FILE it
 reads SHOW ENGINE INNODB STATUS from that MySQL/MariaDB server (PROCESS
@@ -241,7 +244,9 @@ func innodbStatus(ctx context.Context, db *sql.DB) (string, error) {
 	var typ, name, status string
 	err := db.QueryRowContext(ctx, "SHOW ENGINE INNODB STATUS").Scan(&typ, &name, &status)
 	if err != nil {
-		if strings.Contains(err.Error(), "1227") {
+		// 1227: access denied, this statement needs PROCESS.
+		var me *gomysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1227 {
 			return "", fmt.Errorf("SHOW ENGINE INNODB STATUS needs the PROCESS privilege: %w", err)
 		}
 		return "", fmt.Errorf("SHOW ENGINE INNODB STATUS: %w", err)

@@ -16,7 +16,7 @@ import (
 // does not have (nil: none).
 func liveSchema(ctx context.Context, db *sql.DB, fallback deadlock.SchemaSource) deadlock.SchemaSource {
 	cache := map[string]*deadlock.Table{}
-	return deadlock.SchemaFunc{Name: "live server (information_schema)", Func: func(table string) (*deadlock.Table, error) {
+	return deadlock.SchemaFunc{Name: "live server's information_schema", Func: func(table string) (*deadlock.Table, error) {
 		if t, ok := cache[table]; ok {
 			return t, nil
 		}

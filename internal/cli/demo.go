@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -271,10 +272,15 @@ func waitDemo(ctx context.Context, client *lockstep.Client, runs []*demoRun, exp
 				say("cancelling run %q (#%d): %d done, %d running, %d pending", r.name, r.id,
 					before.Done, before.Running, before.Pending)
 				res, err := client.CancelRun(ctx, r.id)
-				if err != nil {
+				switch {
+				case errors.Is(err, lockstep.ErrRunFinished):
+					// Its last jobs ended between the count and the cancel.
+					say("run %q finished before the cancel reached it: it keeps its history", r.name)
+				case err != nil:
 					return nil, fmt.Errorf("demo: %w", err)
+				default:
+					say("run %q is %s; %d of its jobs were moved to CANCELLED", r.name, res.Run.Status, len(res.Cancelled))
 				}
-				say("run %q is %s; %d of its jobs were moved to CANCELLED", r.name, res.Run.Status, len(res.Cancelled))
 				open++ // look again: the counts above are from before the cancel
 			}
 		}

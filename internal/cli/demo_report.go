@@ -89,7 +89,7 @@ func buildReport(ctx context.Context, client *lockstep.Client, runs []*demoRun, 
 		if err != nil {
 			return nil, fmt.Errorf("read run %d: %w", r.id, err)
 		}
-		rep.Runs = append(rep.Runs, runReport{ID: run.ID, Name: run.Name, Status: string(run.Status), countsJSON: countsOf(counts)})
+		rep.Runs = append(rep.Runs, runReport{ID: run.ID, Name: run.Name, Status: string(lockstep.RunStateOf(run.Status, counts, false)), countsJSON: countsOf(counts)})
 		jobs, err := listRunJobs(ctx, client, r.id)
 		if err != nil {
 			return nil, fmt.Errorf("list jobs of run %d: %w", r.id, err)
@@ -297,7 +297,7 @@ func (r *demoReport) writeText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "  (a run is stored ACTIVE or CANCELLED; that it is complete is read from its jobs' counts)")
+	fmt.Fprintln(w, "  (a run is ACTIVE while a job has not ended, then DONE, or FAILED if a job failed; CANCELLED if it was cancelled)")
 	fmt.Fprintf(w, "\nKinds\n")
 	tw = clienv.Table(w)
 	fmt.Fprintln(tw, "  KIND\tJOBS\tATTEMPTS\tSNOOZES\tERRORS\tDONE\tFAILED\tCANCELLED")

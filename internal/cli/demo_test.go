@@ -57,9 +57,10 @@ func TestDemoJSON(t *testing.T) {
 	require.GreaterOrEqual(t, rep.CancelAt.Done, demoExportJobs/2)
 
 	// The other runs complete: everything done but the one hopeless job.
-	require.Equal(t, "ACTIVE", runs["thumbnails"].Status)
+	require.Equal(t, "DONE", runs["thumbnails"].Status)
 	require.Equal(t, runs["thumbnails"].Jobs, runs["thumbnails"].Done)
 	require.Equal(t, 1, runs["billing-sync"].Failed)
+	require.Equal(t, "FAILED", runs["billing-sync"].Status, "every job ended, one FAILED")
 	require.Equal(t, runs["billing-sync"].Jobs-1, runs["billing-sync"].Done)
 
 	// Retries: flaky jobs took more attempts than there are jobs, each

@@ -35,6 +35,7 @@ type enqueueOptions struct {
 	uniqueKey    string
 	uniqueQueue  bool
 	uniquePeriod time.Duration
+	limitKey     string
 }
 
 // enqueueOut is `enqueue --json`: the job, and whether it was a duplicate
@@ -62,11 +63,16 @@ id), shown by 'jobs show' and the dashboard.
 kind has the same args (or, with --unique-key, the same key; with
 --unique-by-queue, in the same queue; with --unique-period, in the same
 period). A duplicate is not an error: the id of the job that holds the key
-is printed, and a note on standard error says nothing was enqueued.`,
+is printed, and a note on standard error says nothing was enqueued.
+
+--limit-key gives the job the key its queue's per-key limits count it under
+(a customer, an account): at most --key-concurrency jobs of one key run at
+once, one at a time in order with --sequence ('lockstep queues limit').`,
 		Example: `  lockstep enqueue exec '{"image":"a.png"}'
   lockstep enqueue send_email --queue mail --in 10m '{"to":"a@example.com"}'
   generate-args | lockstep enqueue report --args-file - --new-run nightly
-  lockstep enqueue sync --unique-key customer-42 --metadata '{"by":"cron"}'`,
+  lockstep enqueue sync --unique-key customer-42 --metadata '{"by":"cron"}'
+  lockstep enqueue charge --queue billing --limit-key customer-42 '{"cents":500}'`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			params, err := o.params(cmd, args, cmd.InOrStdin())
@@ -119,6 +125,7 @@ is printed, and a note on standard error says nothing was enqueued.`,
 	f.StringVar(&o.uniqueKey, "unique-key", "", "like --unique, comparing this key instead of the args")
 	f.BoolVar(&o.uniqueQueue, "unique-by-queue", false, "like --unique, only among jobs of the same queue")
 	f.DurationVar(&o.uniquePeriod, "unique-period", 0, "like --unique, only among jobs of the same period of this length (by --at/--in, else now), e.g. 1h")
+	f.StringVar(&o.limitKey, "limit-key", "", "the key the queue's per-key limits and sequences count the job under, e.g. customer-42")
 	return cmd
 }
 
@@ -177,7 +184,12 @@ func (o *enqueueOptions) params(cmd *cobra.Command, args []string, stdin io.Read
 		return lockstep.InsertManyParams{}, errors.New("give --at or --in, not both")
 	case o.in < 0:
 		return lockstep.InsertManyParams{}, fmt.Errorf("--in must not be negative, got %s", o.in)
+	case changed("limit-key") && o.limitKey == "":
+		// As --queue: an empty key is no key, which on the command line
+		// is an unset variable, not a choice.
+		return lockstep.InsertManyParams{}, errors.New("--limit-key must not be empty; omit it for a job without a key")
 	}
+	opts.LimitKey = o.limitKey
 	if changed("at") {
 		at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(o.at))
 		if err != nil {

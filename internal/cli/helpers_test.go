@@ -63,6 +63,25 @@ func cliDialects() []struct {
 	}
 }
 
+// schemaDialects are SQLite, MariaDB and PostgreSQL: the three ways a
+// database says that a table is missing (Oracle MySQL says it as MariaDB
+// does).
+func schemaDialects() []struct {
+	name string
+	dsn  func(t *testing.T) string
+} {
+	var out []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}
+	for _, d := range cliDialects() {
+		if d.name != "oraclemysql" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // forEachDialect runs fn, in parallel, on a migrated fresh database of
 // each dialect.
 func forEachDialect(t *testing.T, fn func(t *testing.T, l *lockstepCLI)) {
@@ -257,4 +276,22 @@ func waitScript(ctx context.Context, sess *browser.Session, script string) error
 		case <-t.C:
 		}
 	}
+}
+
+// browserOnSQLite starts headless Chromium and a migrated SQLite database
+// for a dashboard test, and a client on it; all are closed with the test.
+func browserOnSQLite(ctx context.Context, t *testing.T) (*browser.Session, string, *lockstep.Client) {
+	t.Helper()
+	sess, err := browser.Start(ctx, browser.Options{TempDir: t.TempDir()})
+	require.NoError(t, err, "the browser test needs Debian's chromium and chromium-driver (make deps installs them)")
+	t.Cleanup(func() { _ = sess.Close() })
+	dsnURL := "sqlite:" + filepath.Join(t.TempDir(), "q.db")
+	code, _, errOut := runCLI(t, "--dsn", dsnURL, "migrate", "up")
+	require.Equal(t, 0, code, errOut)
+	drv, err := dsn.Open(ctx, dsnURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	client, err := lockstep.NewClient(drv, lockstep.Config{})
+	require.NoError(t, err)
+	return sess, dsnURL, client
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,8 @@ type jobsListOptions struct {
 	status string
 	queue  string
 	kind   string
+	view   string
+	search string
 	before int64
 	limit  int
 	scan   int
@@ -24,9 +27,11 @@ type jobsListOptions struct {
 func (o *jobsListOptions) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.Int64Var(&o.runID, "run", 0, "only jobs of this run")
-	f.StringVar(&o.status, "status", "", "only jobs in this status: WAITING, PENDING, RUNNING, DONE, FAILED or CANCELLED")
+	f.StringVar(&o.status, "status", "", "only jobs in this status: "+statusNames)
 	f.StringVar(&o.queue, "queue", "", "only jobs of this queue")
 	f.StringVar(&o.kind, "kind", "", "only jobs of this kind")
+	f.StringVar(&o.search, "search", "", "only jobs whose args or metadata contain this text (case-insensitive; within each page's --scan window)")
+	f.StringVar(&o.view, "view", "", "only PENDING jobs that are scheduled (available later) or retrying (after a failed attempt, waiting for the next)")
 	f.Int64Var(&o.before, "before", 0, "list jobs older than this job id (the next page of a listing)")
 	f.IntVar(&o.limit, "limit", 50, "how many jobs to list")
 	f.IntVar(&o.scan, "scan", 10000, "examine at most this many job ids per page when filtering")
@@ -41,6 +46,11 @@ func newJobsCmd(c *app) *cobra.Command {
 		Long: `List jobs newest first, optionally filtered by run, status, queue and kind;
 'jobs show ID' shows every field of one job, its args, metadata, output and
 error history.
+
+Two views of PENDING jobs: --view scheduled lists those available later
+(enqueued with --in or --at, a retry's backoff, a snooze); --view retrying
+those whose last attempt failed, with the time of the next (AVAILABLE) and
+the last error.
 
 A page examines at most --scan job ids, so a filter that matches few jobs
 never scans the whole table: such a page may hold fewer than --limit jobs
@@ -58,18 +68,33 @@ never scans the whole table: such a page may hold fewer than --limit jobs
 		RunE:  func(cmd *cobra.Command, _ []string) error { return c.jobsList(cmd.Context(), lo) },
 	}
 	lo.flags(list)
-	cmd.AddCommand(list, newJobsShowCmd(c))
+	cmd.AddCommand(list, newJobsShowCmd(c),
+		newJobsBulkCmd(c, lockstep.BulkRetry, "Retry FAILED jobs in bulk: those given by --id, or every one matching a filter",
+			"Put FAILED jobs back to PENDING, available now, as 'retry job' does; a job of\na cancelled run stays FAILED."),
+		newJobsBulkCmd(c, lockstep.BulkCancel, "Cancel jobs in bulk: those given by --id, or every one matching a filter",
+			"Cancel WAITING, PENDING, BLOCKED and RUNNING jobs, as 'cancel job' does: a RUNNING\njob's worker is told at its next heartbeat."),
+		newJobsBulkCmd(c, lockstep.BulkDelete, "Delete finished jobs in bulk: those given by --id, or every one matching a filter",
+			"Delete DONE, FAILED and CANCELLED jobs, as retention does; a job cancelled while\nits worker still runs it is kept until the worker stops."))
 	return cmd
 }
 
 func (c *app) jobsList(ctx context.Context, o jobsListOptions) error {
-	p := lockstep.JobPageParams{RunID: o.runID, Queue: o.queue, Kind: o.kind, BeforeID: o.before, Limit: o.limit, Window: o.scan}
+	p := lockstep.JobPageParams{RunID: o.runID, Queue: o.queue, Kind: o.kind, Search: o.search, BeforeID: o.before, Limit: o.limit, Window: o.scan}
+	if len(o.search) > lockstep.MaxSearchLen {
+		return fmt.Errorf("--search is at most %d bytes, got %d", lockstep.MaxSearchLen, len(o.search))
+	}
 	if o.status != "" {
 		st, err := parseStatusFlag(o.status)
 		if err != nil {
 			return err
 		}
 		p.Status = st
+	}
+	switch v := lockstep.JobView(strings.ToLower(strings.TrimSpace(o.view))); v {
+	case "", lockstep.ViewScheduled, lockstep.ViewRetrying:
+		p.View = v
+	default:
+		return fmt.Errorf("unknown --view %q: use scheduled or retrying", o.view)
 	}
 	if o.runID < 0 {
 		return fmt.Errorf("--run must be a positive run id, got %d", o.runID)
@@ -122,7 +147,16 @@ func newJobsShowCmd(c *app) *cobra.Command {
 				if asJSON {
 					return clienv.JSON(c.Stdout, toJobOut(job))
 				}
-				return writeJobDetail(c.Stdout, job)
+				var limits lockstep.QueueLimits
+				if job.Status == lockstep.StatusBlocked {
+					// Why it is held back: its queue's limits now.
+					s, err := queueSettingsOf(ctx, client, job.Queue)
+					if err != nil {
+						return err
+					}
+					limits = s.Limits
+				}
+				return writeJobDetail(c.Stdout, job, limits)
 			})
 		},
 	}

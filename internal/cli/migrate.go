@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/mysql"
 	"github.com/lockstep-queue/lockstep/driver/postgres"
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
@@ -40,7 +41,8 @@ apply schema with their own migration tool can take the SQL from
 	return cmd
 }
 
-// withMigrator opens the database and runs fn with its migrator.
+// withMigrator opens the database and runs fn with its migrator. A
+// migration that fails is reported on several lines (migrationFailure).
 func (c *app) withMigrator(ctx context.Context, fn func(m *migrate.Migrator) error) error {
 	d, err := c.OpenDriver(ctx)
 	if err != nil {
@@ -51,7 +53,44 @@ func (c *app) withMigrator(ctx context.Context, fn func(m *migrate.Migrator) err
 	if err != nil {
 		return err
 	}
-	return fn(m)
+	err = fn(m)
+	var me *migrate.MigrationError
+	if errors.As(err, &me) {
+		return migrationFailure(me, d.Dialect())
+	}
+	return err
+}
+
+// migrationFailure reports a failed migration on lines of its own: which
+// migration, which statement of its file (where it starts, and its first
+// line: the whole CREATE TABLE flattened into one line is unreadable),
+// what the database said, and what is left applied.
+func migrationFailure(me *migrate.MigrationError, dialect string) error {
+	verb := "migrate up"
+	if me.Down {
+		verb = "migrate down"
+	}
+	e := &detailedError{headline: fmt.Sprintf("%s: migration %04d_%s failed", verb, me.Migration.Version, me.Migration.Name)}
+	var se *migrate.StatementError
+	if !errors.As(me.Err, &se) {
+		e.details = append(e.details, "the database said: "+oneLine(me.Err))
+		return e
+	}
+	e.details = append(e.details,
+		fmt.Sprintf("statement %d of %d, line %d of %s:", se.Index, se.Count, se.Line, me.File()),
+		"  "+outSafe(migrate.FirstLine(se.Statement, 100), false),
+		"the database said: "+oneLine(se.Err))
+	switch {
+	case dialect == dsn.MySQL && se.Index > 1:
+		// MySQL and MariaDB commit each DDL statement as it runs: the
+		// migration's transaction cannot take the earlier ones back.
+		e.details = append(e.details, fmt.Sprintf("MySQL commits each schema change at once: statements 1 to %d of this migration stayed applied, "+
+			"and the migration is not recorded: undo them by hand (the SQL of %04d_%s in 'lockstep migrate print --down' shows how) before running %s again",
+			se.Index-1, me.Migration.Version, me.Migration.Name, verb))
+	case dialect != dsn.MySQL:
+		e.details = append(e.details, "nothing of this migration was applied: its transaction was rolled back")
+	}
+	return e
 }
 
 func newMigrateUpCmd(c *app) *cobra.Command {
@@ -184,6 +223,21 @@ func migrationsFS(dialect string) (fs.FS, error) {
 	return nil, fmt.Errorf("unknown dialect %q: use mysql, postgres or sqlite", dialect)
 }
 
+// catalogOf is a dialect's statement catalogue without a connection,
+// for the bookkeeping statements of a printed script (which are the same
+// on MariaDB and MySQL). The dialect is one migrationsFS knows.
+func catalogOf(dialect string) *catalog.Catalog {
+	switch dialect {
+	case dsn.MySQL:
+		return mysql.Catalog(false)
+	case "mariadb":
+		return mysql.Catalog(true)
+	case dsn.Postgres, "postgresql":
+		return postgres.Catalog()
+	}
+	return sqlite.Catalog()
+}
+
 func newMigratePrintCmd(c *app) *cobra.Command {
 	var dialect string
 	var down bool
@@ -193,7 +247,13 @@ func newMigratePrintCmd(c *app) *cobra.Command {
 		Long: `Print the SQL of every migration for a dialect, in order (with --down, the
 reverting SQL in reverse order), for users who apply schema with their own
 migration tool. It connects to nothing. Without --dialect, the dialect of
---dsn is used. MySQL and MariaDB share one schema.`,
+--dsn is used. MySQL and MariaDB share one schema.
+
+The script includes lockstep's bookkeeping, which 'lockstep work', 'serve'
+and every other command read: the CREATE TABLE of lockstep_migrations
+first, and after each migration the INSERT that records it (with --down,
+the DELETE that forgets it). Applied statement by statement to an empty
+database, it leaves it as 'lockstep migrate up' would.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d := strings.ToLower(dialect)
@@ -212,7 +272,11 @@ migration tool. It connects to nothing. Without --dialect, the dialect of
 			if err != nil {
 				return fmt.Errorf("load %s migrations: %w", d, err)
 			}
-			_, err = fmt.Fprint(c.Stdout, migrate.Print(ms, down))
+			script, err := migrate.Script(ms, catalogOf(d), down)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(c.Stdout, script)
 			return err
 		},
 	}

@@ -50,7 +50,8 @@ func TestCLIQueues(t *testing.T) {
 
 		var list queuesListOut
 		l.json(&list, "queues", "list")
-		require.Equal(t, queuesListOut{Queues: []queueOut{{Queue: "mail"}}}, list)
+		require.Equal(t, queuesListOut{Queues: []queueOut{{Queue: "mail", Limits: limitsOut{Sequence: "none"}, Running: &countOut{}, Blocked: &countOut{}}},
+			CountLimit: 100000}, list)
 
 		require.Equal(t, "queue mail is paused\n", l.OK("queues", "pause", "mail"))
 		paused := settingsOf(t, client, "mail")
@@ -65,24 +66,24 @@ func TestCLIQueues(t *testing.T) {
 		require.Equal(t, 3, settingsOf(t, client, "mail").MaxWorkers)
 		require.True(t, settingsOf(t, client, "mail").Paused.Equal(paused.Paused), "the pause keeps its time")
 
-		// A queue without jobs may be paused ahead of them.
-		require.Equal(t, "queue later is paused\n", l.OK("queues", "pause", "later"))
+		// A queue without jobs may be paused ahead of them, when asked to.
+		require.Equal(t, "queue later is paused\n", l.OK("queues", "pause", "later", "--create"))
 		out := l.OK("queues")
-		require.Regexp(t, `(?m)^QUEUE\s+STATE\s+PAUSED_SINCE\s+MAX_WORKERS\s+UPDATED$`, out)
-		require.Regexp(t, `(?m)^later\s+PAUSED\s+\S+Z\s+as configured\s+\S+Z$`, out)
-		require.Regexp(t, `(?m)^mail\s+PAUSED\s+\S+Z\s+3\s+\S+Z$`, out)
+		require.Regexp(t, `(?m)^QUEUE\s+STATE\s+PAUSED_SINCE\s+MAX_WORKERS\s+LIMITS\s+RUNNING\s+BLOCKED\s+UPDATED$`, out)
+		require.Regexp(t, `(?m)^later\s+PAUSED\s+\S+Z\s+as configured\s+none\s+0\s+0\s+\S+Z$`, out)
+		require.Regexp(t, `(?m)^mail\s+PAUSED\s+\S+Z\s+3\s+none\s+0\s+0\s+\S+Z$`, out)
 
 		// Bad input: one line, and nothing changes.
 		for args, want := range map[string]string{
 			"queues max-workers mail x":     `lockstep: invalid max workers "x": want 0 (clear the cap) to 10000`,
 			"queues max-workers mail 10001": `lockstep: invalid max workers "10001": want 0 (clear the cap) to 10000`,
-			"queues max-workers mail":       "lockstep: accepts 2 arg(s), received 1",
-			"queues pause":                  "lockstep: accepts 1 arg(s), received 0",
+			"queues max-workers mail":       `lockstep: lockstep queues max-workers needs NAME N, got 1 argument ("mail")`,
+			"queues pause":                  "lockstep: lockstep queues pause needs NAME, got no arguments",
 		} {
 			require.Equal(t, want, l.Fail(strings.Fields(args)...), args)
 		}
 		require.Equal(t, "lockstep: the queue name must not be empty", l.Fail("queues", "resume", " "))
-		require.Contains(t, l.Fail("queues", "pause", strings.Repeat("q", 200)), "queue name is 200 bytes long")
+		require.Contains(t, l.Fail("queues", "pause", strings.Repeat("q", 200), "--create"), "queue name is 200 bytes long")
 		require.Equal(t, 3, settingsOf(t, client, "mail").MaxWorkers)
 
 		require.Equal(t, "queue mail is resumed\n", l.OK("queues", "resume", "mail"))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
-	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // The table and JSON forms of jobs and runs, shared by the commands that
@@ -131,14 +131,18 @@ type jobOut struct {
 	LastError   string                  `json:"last_error,omitempty"`
 	Errors      []lockstep.AttemptError `json:"errors"`
 	UniqueKey   string                  `json:"unique_key,omitempty"`
-	Metadata    json.RawMessage         `json:"metadata,omitempty"`
-	Output      json.RawMessage         `json:"output,omitempty"`
+	// LimitKey is the key its queue's per-key limits count it under.
+	LimitKey string          `json:"limit_key,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
 	// The job's place in a workflow: the dependencies it still waits for,
 	// the jobs that depend on it, the condition it fires on if it is a
 	// run's callback.
 	WaitingOn  int    `json:"waiting_on,omitempty"`
 	Dependents int    `json:"dependents,omitempty"`
 	Callback   string `json:"callback,omitempty"`
+	// ClaimedBy is the process that claimed the current attempt.
+	ClaimedBy string `json:"claimed_by,omitempty"`
 }
 
 // rawJSONOut makes stored JSON safe to embed in JSON output: nil stays
@@ -167,8 +171,8 @@ func toJobOut(j *lockstep.JobRow) jobOut {
 		AvailableAt: outTimePtr(j.AvailableAt), CreatedAt: outTimePtr(j.CreatedAt),
 		StartedAt: outTimePtr(j.StartedAt), HeartbeatAt: outTimePtr(j.HeartbeatAt),
 		FinishedAt: outTimePtr(j.FinishedAt), LastError: j.LastError, Errors: errs,
-		UniqueKey: j.UniqueKey, Metadata: rawJSONOut(j.Metadata), Output: rawJSONOut(j.Output),
-		WaitingOn: waitingOn(j), Dependents: j.Dependents, Callback: j.Callback,
+		UniqueKey: j.UniqueKey, LimitKey: j.LimitKey, Metadata: rawJSONOut(j.Metadata), Output: rawJSONOut(j.Output),
+		WaitingOn: waitingOn(j), Dependents: j.Dependents, Callback: j.Callback, ClaimedBy: j.ClaimedBy,
 	}
 }
 
@@ -192,19 +196,67 @@ func toJobPageOut(p *lockstep.JobPage) jobPageOut {
 	return jobPageOut{Jobs: toJobsOut(p.Jobs), Next: p.Next, Examined: p.Examined}
 }
 
-// writeJobsTable writes jobs as a table, newest first as given.
+// writeJobsTable writes jobs as a table, newest first as given. When a
+// job of the page has a limit key, a LIMIT_KEY column shows each one's
+// (a BLOCKED job is held back by its key); when a job is scheduled
+// (PENDING, available later), an AVAILABLE column says when each PENDING
+// job may run ("now", "in 59m"). Most pages have neither, and their
+// tables stay as narrow as before.
 func writeJobsTable(w io.Writer, jobs []*lockstep.JobRow) error {
+	now := time.Now()
+	keyed := slices.ContainsFunc(jobs, func(j *lockstep.JobRow) bool { return j.LimitKey != "" })
+	scheduled := slices.ContainsFunc(jobs, func(j *lockstep.JobRow) bool { return isScheduled(j, now) })
+	head := "ID\tRUN\tQUEUE\tKIND\tSTATUS"
+	if scheduled {
+		head += "\tAVAILABLE"
+	}
+	if keyed {
+		head += "\tLIMIT_KEY"
+	}
 	tw := clienv.Table(w)
-	fmt.Fprintln(tw, "ID\tRUN\tQUEUE\tKIND\tSTATUS\tATTEMPTS\tCREATED\tLAST_ERROR")
+	fmt.Fprintln(tw, head+"\tATTEMPTS\tCREATED\tLAST_ERROR")
 	for _, j := range jobs {
 		run := "-"
 		if j.RunID != 0 {
 			run = strconv.FormatInt(j.RunID, 10)
 		}
+		status := string(j.Status)
+		if scheduled {
+			status += "\t" + availableIn(j, now)
+		}
+		if keyed {
+			status += "\t" + outCell(j.LimitKey, 30)
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, run, outCell(j.Queue, 30), outCell(j.Kind, 30),
-			j.Status, j.Attempts, j.MaxAttempts, outTime(j.CreatedAt), outCell(j.LastError, 60))
+			status, j.Attempts, j.MaxAttempts, outTime(j.CreatedAt), outCell(j.LastError, 60))
 	}
 	return tw.Flush()
+}
+
+// isScheduled: a PENDING job no worker may claim before its available_at
+// (a delayed insert, a retry's backoff, a snooze, a rate limit's wait).
+func isScheduled(j *lockstep.JobRow, now time.Time) bool {
+	return j.Status == lockstep.StatusPending && j.AvailableAt.After(now)
+}
+
+// scheduledNote marks a scheduled job's available time in `jobs show`.
+func scheduledNote(j *lockstep.JobRow) string {
+	if now := time.Now(); isScheduled(j, now) {
+		return " (scheduled: in " + outAge(j.AvailableAt.Sub(now)) + ")"
+	}
+	return ""
+}
+
+// availableIn says when a PENDING job may run: "now", or "in 59m" (by this
+// machine's clock); "-" for the other statuses.
+func availableIn(j *lockstep.JobRow, now time.Time) string {
+	switch {
+	case j.Status != lockstep.StatusPending:
+		return "-"
+	case !isScheduled(j, now):
+		return "now"
+	}
+	return "in " + outAge(j.AvailableAt.Sub(now))
 }
 
 // writeNextHint tells how to read the next page of a listing.
@@ -218,9 +270,24 @@ func writeNextHint(w io.Writer, shown int, next int64, examined int) {
 	}
 }
 
+// blockedReason says why a BLOCKED job is held back, by its queue's
+// limits as they are now: its key at its limit, or its sequence busy.
+func blockedReason(key string, l lockstep.QueueLimits) string {
+	k := "key " + outSafe(key, false)
+	switch {
+	case l.Sequence == lockstep.SequenceHold:
+		return k + " at its limit (a sequence: one job at a time in insert order, and a FAILED job holds the rest until it is retried)"
+	case l.Sequence == lockstep.SequenceRelease:
+		return k + " at its limit (a sequence: one job at a time in insert order)"
+	case l.KeyConcurrency > 0:
+		return fmt.Sprintf("%s at its limit (at most %d RUNNING per key)", k, l.KeyConcurrency)
+	}
+	return k + " was at its limit when a claim met the job; the queue has no per-key limit now"
+}
+
 // writeJobDetail writes every field of a job, its args indented and its
-// error history.
-func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
+// error history. limits are its queue's, read for a BLOCKED job only.
+func writeJobDetail(w io.Writer, j *lockstep.JobRow, limits lockstep.QueueLimits) error {
 	tw := clienv.Table(w)
 	run := "-"
 	if j.RunID != 0 {
@@ -235,14 +302,23 @@ func writeJobDetail(w io.Writer, j *lockstep.JobRow) error {
 		{"priority", strconv.Itoa(j.Priority)},
 		{"attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts)},
 		{"created", outTime(j.CreatedAt)},
-		{"available", outTime(j.AvailableAt)},
+		{"available", outTime(j.AvailableAt) + scheduledNote(j)},
 		{"started", outTime(j.StartedAt)},
 		{"heartbeat", outTime(j.HeartbeatAt)},
 		{"finished", outTime(j.FinishedAt)},
 		{"last error", outCell(j.LastError, 100)},
 	}
+	if j.ClaimedBy != "" {
+		rows = append(rows, [2]string{"claimed by", outSafe(j.ClaimedBy, false)})
+	}
 	if j.UniqueKey != "" {
 		rows = append(rows, [2]string{"unique key", outSafe(j.UniqueKey, false)})
+	}
+	if j.LimitKey != "" {
+		rows = append(rows, [2]string{"limit key", outSafe(j.LimitKey, false)})
+	}
+	if j.Status == lockstep.StatusBlocked {
+		rows = append(rows, [2]string{"blocked by limit", blockedReason(j.LimitKey, limits)})
 	}
 	if j.Status == lockstep.StatusWaiting {
 		rows = append(rows, [2]string{"waiting on", fmt.Sprintf("%d unfinished dependencies", j.WaitingOn)})
@@ -317,9 +393,12 @@ func toRunRowOut(r *lockstep.Run) runRowOut {
 // runOut is a run with its job counts in JSON. Counts has every status;
 // when CountsCapped the run has more jobs than were counted, and every
 // count (Jobs included) is a lower bound. Complete means every job is
-// final (none WAITING, PENDING or RUNNING).
+// final (none WAITING, PENDING, BLOCKED or RUNNING).
 type runOut struct {
 	runRowOut
+	// State is the run's one word for people: ACTIVE, DONE, FAILED or
+	// CANCELLED (lockstep.RunStateOf); Status is what is stored.
+	State        lockstep.RunState          `json:"state"`
 	Jobs         int                        `json:"jobs"`
 	Counts       map[lockstep.JobStatus]int `json:"counts"`
 	CountsCapped bool                       `json:"counts_capped"`
@@ -327,29 +406,22 @@ type runOut struct {
 }
 
 func toRunOut(s *lockstep.RunSummary) runOut {
-	out := runOut{runRowOut: toRunRowOut(s.Run), Counts: map[lockstep.JobStatus]int{}, CountsCapped: s.Counts.Capped}
+	out := runOut{runRowOut: toRunRowOut(s.Run), Counts: map[lockstep.JobStatus]int{}, CountsCapped: s.Counts.Capped, State: s.State()}
 	for _, st := range allStatuses() {
 		n := s.Counts.Counts[st]
 		out.Counts[st] = n
 		out.Jobs += n
 	}
-	open := out.Counts[lockstep.StatusWaiting] + out.Counts[lockstep.StatusPending] + out.Counts[lockstep.StatusRunning]
+	open := 0
+	for _, st := range liveStatuses() {
+		open += out.Counts[st]
+	}
 	out.Complete = out.Jobs > 0 && open == 0 && !out.CountsCapped
 	return out
 }
 
-// state is the run's status for people: CANCELLED, COMPLETE (every job
-// final) or ACTIVE.
-func (r runOut) state() string {
-	switch {
-	case r.Status == string(rowtype.RunCancelled):
-		return r.Status
-	case r.Complete:
-		return "COMPLETE"
-	default:
-		return r.Status
-	}
-}
+// state is the run's one word for people.
+func (r runOut) state() string { return string(r.State) }
 
 // progress is "final/total", every number a lower bound ("≥") when the
 // counts are capped.

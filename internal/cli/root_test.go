@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 // The root command's own behaviour: its help, the global flags and
@@ -70,3 +73,21 @@ func TestOneLine(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// TestDatabaseUses: the commands that open the database without needing
+// lockstep's tables at this binary's version are the ones root.go names;
+// every other command that opens it checks them first.
+func TestDatabaseUses(t *testing.T) {
+	root := newRootCmd(io.Discard, io.Discard, nil)
+	for path, want := range map[string]string{
+		"migrate up": clienv.DatabaseCreates, "migrate status": clienv.DatabaseAny, "migrate down": clienv.DatabaseAny,
+		"work": clienv.DatabaseAny, "serve": clienv.DatabaseAny, "deadlock decode": clienv.DatabaseAny, "deadlock aggregate": clienv.DatabaseAny,
+		"stats": clienv.DatabaseSchema, "enqueue": clienv.DatabaseSchema, "jobs show": clienv.DatabaseSchema,
+		"queues pause": clienv.DatabaseSchema, "runs create": clienv.DatabaseSchema, "cancel run": clienv.DatabaseSchema,
+	} {
+		cmd, _, err := root.Find(strings.Fields(path))
+		require.NoError(t, err, path)
+		require.Equal(t, path, strings.TrimPrefix(cmd.CommandPath(), "lockstep "), "no command %q", path)
+		require.Equal(t, want, clienv.DatabaseUseOf(cmd), path)
+	}
+}

@@ -12,6 +12,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -27,10 +28,27 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, exts ...c
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "lockstep: %s\n", oneLine(err))
+		var de *detailedError
+		if errors.As(err, &de) {
+			for _, line := range de.details {
+				fmt.Fprintf(stderr, "  %s\n", line)
+			}
+		}
 		return 1
 	}
 	return 0
 }
+
+// detailedError is an error whose details are read more easily on lines
+// of their own than joined into one (a failed migration: its statement,
+// and what the database said): Run prints its headline as every error,
+// then each detail indented below it.
+type detailedError struct {
+	headline string
+	details  []string
+}
+
+func (e *detailedError) Error() string { return e.headline }
 
 // oneLine renders err on one line without a repeated "lockstep: " prefix
 // (the library's own errors start with it).

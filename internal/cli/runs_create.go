@@ -75,7 +75,7 @@ callbacks takes no more jobs after it is created.
 
 Fields: name (required), metadata, on_dependency_failure, jobs (required;
 each: key, kind (required), args, queue, priority, max_attempts, depends_on,
-on_dependency_failure, metadata), callbacks (each: on (required), kind
+on_dependency_failure, metadata, limit_key), callbacks (each: on (required), kind
 (required), args, queue, priority, max_attempts).
 
 The whole spec is checked before anything is written: an unknown field, a

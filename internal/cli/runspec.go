@@ -39,6 +39,7 @@ type specJob struct {
 	DependsOn   []string
 	Policy      lockstep.DependencyPolicy
 	Metadata    json.RawMessage
+	LimitKey    string
 }
 
 type specCallback struct {
@@ -53,7 +54,7 @@ type specCallback struct {
 // The fields each level of a spec knows, in the order the errors list them.
 var (
 	specTopFields      = []string{"name", "metadata", "on_dependency_failure", "jobs", "callbacks"}
-	specJobFields      = []string{"key", "kind", "args", "queue", "priority", "max_attempts", "depends_on", "on_dependency_failure", "metadata"}
+	specJobFields      = []string{"key", "kind", "args", "queue", "priority", "max_attempts", "depends_on", "on_dependency_failure", "metadata", "limit_key"}
 	specCallbackFields = []string{"on", "kind", "args", "queue", "priority", "max_attempts"}
 )
 
@@ -328,6 +329,7 @@ func parseSpecJob(raw json.RawMessage, i int) (specJob, error) {
 	j.DependsOn = p.keys(m, "depends_on", path+".depends_on")
 	j.Policy = p.policy(m, "on_dependency_failure", path+".on_dependency_failure")
 	j.Metadata = p.json(m, "metadata")
+	j.LimitKey = p.nonEmpty(m, "limit_key", path+".limit_key")
 	if p.err == nil && j.Kind == "" {
 		p.fail(`%s needs a "kind": the kind of job its worker runs`, path)
 	}
@@ -472,7 +474,7 @@ func (s *runSpec) params() ([]lockstep.InsertManyParams, *lockstep.RunOpts) {
 	}
 	jobs := make([]lockstep.InsertManyParams, len(s.Jobs))
 	for i, j := range s.Jobs {
-		o := &lockstep.InsertOpts{Queue: j.Queue, Priority: j.Priority, MaxAttempts: j.MaxAttempts}
+		o := &lockstep.InsertOpts{Queue: j.Queue, Priority: j.Priority, MaxAttempts: j.MaxAttempts, LimitKey: j.LimitKey}
 		if len(j.Metadata) > 0 {
 			o.Metadata = j.Metadata
 		}

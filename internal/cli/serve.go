@@ -37,7 +37,10 @@ func newServeCmd(c *app) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the web dashboard, /metrics and /healthz (and, with --kind, run workers)",
 		Long: `Serve the dashboard of the --dsn database: queues (counts by status,
-oldest available job, throughput), runs with their progress, a run's jobs,
+oldest available job, throughput), the history charts (jobs per minute
+done and failed and the failure rate, per queue and kind, over the last
+hour to 7 days, from the history rollup in the database), per-kind
+summaries, runs with their progress, a run's jobs,
 each job's args, attempts and error history, and the lock monitor (current
 lock waits; on MySQL/MariaDB the deadlocks InnoDB reports while serving,
 decoded). Runs and jobs can be cancelled, failed jobs retried.

@@ -3,15 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
-	"github.com/lockstep-queue/lockstep/internal/browser"
-	"github.com/lockstep-queue/lockstep/internal/dsn"
 )
 
 // TestServeBrowserQueueSettings: in headless Chromium, the queues page
@@ -22,18 +19,8 @@ import (
 func TestServeBrowserQueueSettings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sess, err := browser.Start(ctx, browser.Options{TempDir: t.TempDir()})
-	require.NoError(t, err, "the browser test needs Debian's chromium and chromium-driver (make deps installs them)")
-	t.Cleanup(func() { _ = sess.Close() })
-
-	dsnURL := "sqlite:" + filepath.Join(t.TempDir(), "q.db")
-	code, _, errOut := runCLI(t, "--dsn", dsnURL, "migrate", "up")
-	require.Equal(t, 0, code, errOut)
-	drv, err := dsn.Open(ctx, dsnURL)
-	require.NoError(t, err)
-	defer drv.Close()
-	client, err := lockstep.NewClient(drv, lockstep.Config{})
-	require.NoError(t, err)
+	sess, dsnURL, client := browserOnSQLite(ctx, t)
+	var err error
 	_, err = client.Insert(ctx, lockstep.RawArgs{KindName: "send", JSON: []byte(`{}`)}, &lockstep.InsertOpts{Queue: "mail"})
 	require.NoError(t, err)
 	settings := func() lockstep.QueueSettings {

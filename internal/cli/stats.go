@@ -15,10 +15,15 @@ import (
 // and Finished DONE and FAILED (jobs that reached them within the window);
 // a capped count means "at least N". The oldest available PENDING job's age
 // is by the database's clock, null when none is available.
-// JobsPerSecond is (Finished DONE + FAILED) / the window.
+// JobsPerSecond is (Finished DONE + FAILED) / the window. Ready and
+// Scheduled split PENDING: available now, and available later (a delayed
+// insert, a retry's backoff, a snooze); Scheduled is null when both
+// counts are capped and the split is unknown.
 type queueStatsOut struct {
 	Queue                   string                          `json:"queue"`
 	Counts                  map[lockstep.JobStatus]countOut `json:"counts"`
+	Ready                   countOut                        `json:"ready"`
+	Scheduled               *countOut                       `json:"scheduled"`
 	Finished                map[lockstep.JobStatus]countOut `json:"finished"`
 	WindowSeconds           float64                         `json:"window_seconds"`
 	JobsPerSecond           float64                         `json:"jobs_per_second"`
@@ -48,6 +53,10 @@ func toQueueStatsOut(st *lockstep.QueueStats, window time.Duration) queueStatsOu
 		n := st.Counts[s]
 		out.Counts[s] = countOut{N: n.N, Capped: n.Capped}
 	}
+	out.Ready = countOut{N: st.Ready.N, Capped: st.Ready.Capped}
+	if sched, ok := st.Scheduled(); ok {
+		out.Scheduled = &countOut{N: sched.N, Capped: sched.Capped}
+	}
 	var finished int64
 	for _, s := range []lockstep.JobStatus{lockstep.StatusDone, lockstep.StatusFailed} {
 		n := st.Finished[s]
@@ -73,9 +82,11 @@ func newStatsCmd(c *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Show each queue's jobs by status, its oldest waiting job and its throughput",
-		Long: `Show, for each queue that has jobs: how many are in each status, how long
-the oldest available PENDING job has waited, and how many jobs per second
-finished (DONE or FAILED) over the last --window.
+		Long: `Show, for each queue that has jobs: how many are in each status, how many
+of the PENDING ones are SCHEDULED (available later: enqueued with --in or
+--at, waiting out a retry's backoff or a snooze), how long the oldest
+available PENDING job has waited, and how many jobs per second finished
+(DONE or FAILED) over the last --window.
 
 Each count reads at most --count-limit index entries, so stats stay cheap on
 a huge queue; a count that reaches the limit is shown as ≥N.`,
@@ -105,12 +116,19 @@ a huge queue; a count that reaches the limit is shown as ≥N.`,
 					return err
 				}
 				tw := clienv.Table(c.Stdout)
-				fmt.Fprintf(tw, "QUEUE\t%s\tOLDEST_PENDING\tJOBS/S(%s)\n", statusHeader(), window)
+				// SCHEDULED is the part of PENDING available later: a
+				// queue of 200 delayed jobs is not 200 jobs waiting.
+				fmt.Fprintf(tw, "QUEUE\t%s\tSCHEDULED\tOLDEST_PENDING\tJOBS/S(%s)\n", statusHeader(), window)
 				for _, q := range out.Queues {
 					fmt.Fprintf(tw, "%s", outCell(q.Queue, 40))
 					for _, s := range allStatuses() {
 						fmt.Fprintf(tw, "\t%s", outCount(q.Counts[s].N, q.Counts[s].Capped))
 					}
+					sched := "?"
+					if q.Scheduled != nil {
+						sched = outCount(q.Scheduled.N, q.Scheduled.Capped)
+					}
+					fmt.Fprintf(tw, "\t%s", sched)
 					oldest := "-"
 					if q.OldestPendingAgeSeconds != nil {
 						oldest = outAge(time.Duration(*q.OldestPendingAgeSeconds * float64(time.Second)))

@@ -34,6 +34,7 @@ type workOptions struct {
 	execs       []string // KIND=COMMAND
 	execTimeout time.Duration
 	killGrace   time.Duration
+	execOutput  int
 	reapAfter   time.Duration
 	heartbeat   time.Duration
 	poll        time.Duration
@@ -64,6 +65,7 @@ func newWorkCmd(c *app) *cobra.Command {
 	f.StringArrayVar(&o.execs, "exec", nil, "KIND=COMMAND: run COMMAND with sh -c for each job of KIND (repeatable)")
 	f.DurationVar(&o.execTimeout, "exec-timeout", 0, "for exec workers: kill a command running longer than this (0: no limit)")
 	f.DurationVar(&o.killGrace, "exec-kill-grace", 0, "for exec workers: send SIGTERM this long before SIGKILL when killing a command")
+	f.IntVar(&o.execOutput, "exec-output-bytes", execjob.DefaultOutputBytes, "for exec workers: keep the last N bytes of each of a successful command's stdout and stderr as the job's output (0: keep none)")
 	f.DurationVar(&o.reapAfter, "reap-after", time.Minute, "return RUNNING jobs whose heartbeat is older than this to PENDING")
 	f.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often to refresh running jobs' heartbeat and notice cancels")
 	f.DurationVar(&o.poll, "poll", time.Second, "longest wait between claims of an idle queue")
@@ -84,10 +86,14 @@ timeout, cancels them (they are retried later).
 kind "exec". The command is fixed here, never taken from a job: the job's
 args are written as JSON to its standard input, and its id, attempt, kind
 and queue are in LOCKSTEP_JOB_ID, LOCKSTEP_JOB_ATTEMPT, LOCKSTEP_JOB_KIND and
-LOCKSTEP_JOB_QUEUE. Exit status 0 finishes the job DONE; any other is an
-error holding the exit code and the end of the command's standard error,
-recorded in the job's error history before it is retried (or FAILED once
-its attempts are used up). A job cancelled or timed out (--exec-timeout)
+LOCKSTEP_JOB_QUEUE. Exit status 0 finishes the job DONE, with the end of
+the command's standard output and of its standard error (the last
+--exec-output-bytes of each, 64 KiB by default; 0 keeps none) as the job's
+output, {"stdout": …, "stderr": …}, which jobs show and the job's
+dependents read; a stream cut short starts with a line saying how many
+bytes were dropped. Any other exit status is an error holding the exit code
+and the end of the command's standard error, recorded in the job's error
+history before it is retried (or FAILED once its attempts are used up). A job cancelled or timed out (--exec-timeout)
 has its command's process group killed. The command inherits this process's
 environment except its LOCKSTEP_* settings (the DSN and the dashboard token
 stay out of jobs' reach).
@@ -169,6 +175,9 @@ func (c *app) workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers,
 	if o.killGrace < 0 {
 		return nil, fmt.Errorf("--exec-kill-grace must not be negative, got %s", o.killGrace)
 	}
+	if o.execOutput < 0 {
+		return nil, fmt.Errorf("--exec-output-bytes must not be negative, got %d", o.execOutput)
+	}
 	ws := lockstep.NewWorkers()
 	seen := map[string]bool{}
 	for _, k := range o.kinds {
@@ -182,7 +191,7 @@ func (c *app) workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers,
 			if strings.TrimSpace(o.command) == "" {
 				return nil, errors.New("--kind exec needs --command, the command line to run for each job")
 			}
-			w := &execjob.Worker{Shell: o.command, Timeout: o.execTimeout, KillGrace: o.killGrace}
+			w := &execjob.Worker{Shell: o.command, Timeout: o.execTimeout, KillGrace: o.killGrace, OutputBytes: o.execOutput}
 			if err := execjob.Register(ws, w); err != nil {
 				return nil, err
 			}
@@ -203,7 +212,7 @@ func (c *app) workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers,
 		if !ok || kind == "" || strings.TrimSpace(command) == "" {
 			return nil, fmt.Errorf("--exec %q: want KIND=COMMAND", spec)
 		}
-		w := &execjob.Worker{Shell: command, Timeout: o.execTimeout, KillGrace: o.killGrace}
+		w := &execjob.Worker{Shell: command, Timeout: o.execTimeout, KillGrace: o.killGrace, OutputBytes: o.execOutput}
 		if err := execjob.RegisterKind(ws, kind, w); err != nil {
 			return nil, fmt.Errorf("--exec %q: %w", spec, err)
 		}
@@ -213,7 +222,7 @@ func (c *app) workWorkers(cmd *cobra.Command, o workOptions) (*lockstep.Workers,
 			return nil, errors.New("--command is only used with --kind exec")
 		}
 		if len(o.execs) == 0 {
-			for _, name := range []string{"exec-timeout", "exec-kill-grace"} {
+			for _, name := range []string{"exec-timeout", "exec-kill-grace", "exec-output-bytes"} {
 				if cmd.Flags().Changed(name) {
 					return nil, fmt.Errorf("--%s is only used with --kind exec or --exec", name)
 				}

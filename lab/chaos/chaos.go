@@ -14,6 +14,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -231,6 +232,25 @@ type proc struct {
 	killed bool
 }
 
+// startedLine is what a worker process logs once its client has started,
+// and so after main installed its SIGINT/SIGTERM handler.
+const startedLine = "lockstep: client started"
+
+// terminate sends p SIGTERM once it has logged startedLine (at most a
+// minute's wait): a process replaced just before the run ends may still be
+// starting, and a SIGTERM before its handler is installed kills it
+// instead of stopping it — the harness's race, not the worker's.
+func (p *proc) terminate() {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(p.log); err == nil && bytes.Contains(b, []byte(startedLine)) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling the log file for the line
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+}
+
 // enqueue creates the runs and their jobs: every WorkflowEvery-th run a
 // workflow with callbacks.
 func (r *runner) enqueue(ctx context.Context) error {
@@ -399,7 +419,12 @@ func (r *runner) cancelRun(ctx context.Context) (bool, error) {
 	if r.k.CancelledRuns[runID] {
 		return false, nil
 	}
-	if _, err := r.client.CancelRun(ctx, runID); err != nil {
+	_, err = r.client.CancelRun(ctx, runID)
+	if errors.Is(err, lockstep.ErrRunFinished) {
+		// Its last jobs ended since the read above: nothing to cancel.
+		return false, nil
+	}
+	if err != nil {
 		return false, fmt.Errorf("chaos: cancel run %d: %w", runID, err)
 	}
 	r.k.CancelledRuns[runID] = true
@@ -429,7 +454,7 @@ func (r *runner) stopAll() error {
 		if p == nil || p.killed {
 			continue
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		p.terminate()
 	}
 	for i, p := range r.procs {
 		if p == nil || p.killed {

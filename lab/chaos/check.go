@@ -145,6 +145,27 @@ func (c *checker) job(id int64, j jobState, runCancelled bool, trs []statusaudit
 		c.problem("job %d ended %s after %d attempts; want DONE (or CANCELLED in a cancelled run)", id, j.status, j.attempts)
 	}
 
+	// Every change is one the queue makes, one after the other; only a
+	// claim adds an attempt; finished_at is as each change must leave it
+	// (statusaudit says which).
+	attempts := 0
+	for i, t := range trs {
+		if i > 0 && t.From != trs[i-1].To {
+			c.problem("job %d: audit seq %d changes it from %s, but it was %s", id, t.Seq, t.From, trs[i-1].To)
+		}
+		if !statusaudit.Allowed(t.From, t.To) {
+			c.problem("job %d: audit seq %d is a change %s→%s the queue never makes", id, t.Seq, t.From, t.To)
+		}
+		// A job is inserted at attempt 0.
+		if want := attempts + statusaudit.Attempts(t.From, t.To); t.Attempts != want {
+			c.problem("job %d: audit seq %d (%s→%s) leaves it at attempt %d, after attempt %d", id, t.Seq, t.From, t.To, t.Attempts, attempts)
+		}
+		attempts = t.Attempts
+		if p := statusaudit.TimesProblem(t); p != "" {
+			c.problem("job %d: audit seq %d: %s", id, t.Seq, p)
+		}
+	}
+
 	// The final state was written exactly once, and nothing changed after.
 	finals := 0
 	for _, t := range trs {

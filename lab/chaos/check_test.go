@@ -3,6 +3,7 @@ package chaos
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,14 +21,16 @@ func TestCheckerFindsEachBrokenPromise(t *testing.T) {
 		running   = rowtype.StatusRunning
 		done      = rowtype.StatusDone
 		cancelled = rowtype.StatusCancelled
+		blocked   = rowtype.StatusBlocked
 	)
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	sound := func() (jobState, []statusaudit.Transition, []execution) {
 		return jobState{status: done, attempts: 2},
 			[]statusaudit.Transition{
-				{Seq: 1, From: pending, To: running, Attempts: 1},
-				{Seq: 2, From: running, To: pending, Attempts: 1, Errored: true},
-				{Seq: 3, From: pending, To: running, Attempts: 2},
-				{Seq: 4, From: running, To: done, Attempts: 2},
+				{Seq: 1, From: pending, To: running, Attempts: 1, StartedAt: at},
+				{Seq: 2, From: running, To: pending, Attempts: 1, Errored: true, StartedAt: at},
+				{Seq: 3, From: pending, To: running, Attempts: 2, StartedAt: at},
+				{Seq: 4, From: running, To: done, Attempts: 2, StartedAt: at, FinishedAt: at},
 			},
 			[]execution{{attempt: 1, pid: 10}, {attempt: 2, pid: 20, complete: true}}
 	}
@@ -65,6 +68,18 @@ func TestCheckerFindsEachBrokenPromise(t *testing.T) {
 			j.status = cancelled
 			(*trs)[3].To = cancelled
 		}, "its run was not cancelled"},
+		"a BLOCKED job claimed": {func(_ *jobState, trs *[]statusaudit.Transition, _ *[]execution) {
+			(*trs)[2].From = blocked
+		}, "a change BLOCKED→RUNNING the queue never makes"},
+		"a change out of sequence": {func(_ *jobState, trs *[]statusaudit.Transition, _ *[]execution) {
+			*trs = append((*trs)[:1], (*trs)[2:]...)
+		}, "but it was RUNNING"},
+		"a block that takes an attempt": {func(_ *jobState, trs *[]statusaudit.Transition, _ *[]execution) {
+			*trs = append([]statusaudit.Transition{{Seq: 0, From: pending, To: blocked, Attempts: 1}, {Seq: 0, From: blocked, To: pending, Attempts: 1}}, *trs...)
+		}, "leaves it at attempt 1, after attempt 0"},
+		"DONE without finished_at": {func(_ *jobState, trs *[]statusaudit.Transition, _ *[]execution) {
+			(*trs)[3].FinishedAt = time.Time{}
+		}, "did not set finished_at"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			j, trs, ex := sound()

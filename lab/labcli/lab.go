@@ -30,6 +30,10 @@ lockstep statement follows.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	// The lab's commands work on tables of their own (the attempt table)
+	// or check the schema themselves (planguard): none needs lockstep's
+	// tables before it starts.
+	clienv.SetDatabaseUse(cmd, clienv.DatabaseAny)
 	cmd.AddCommand(
 		newAuditCmd(c),
 		newCatalogCmd(c),

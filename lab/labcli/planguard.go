@@ -1,14 +1,18 @@
 package labcli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
+	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/lab/planguard"
+	"github.com/lockstep-queue/lockstep/migrate"
 )
 
 func newPlanguardCmd(c *clienv.Env) *cobra.Command {
@@ -32,7 +36,9 @@ With --synthetic it loads five distributions in turn into the queue's tables
 (near-empty, a fresh run, runs almost done, 1,000,000 mostly DONE, a large
 backlog), refreshing statistics after each. That replaces the tables'
 contents, so it refuses a database whose lockstep_jobs is not empty: point it
-at a scratch database with the lockstep schema ('lockstep migrate up').`,
+at a scratch database. A database without lockstep's tables is migrated
+first, as 'lockstep migrate up' would; one with an older schema is refused
+('lockstep migrate up' it first).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -41,6 +47,14 @@ at a scratch database with the lockstep schema ('lockstep migrate up').`,
 				return err
 			}
 			defer func() { _ = drv.Close() }()
+			if drv.Dialect() == dsn.SQLite {
+				// planguard's own refusal, before the schema's: migrating
+				// would not make SQLite a database it can check.
+				return fmt.Errorf("planguard: SQLite has no row-level lock order to guard (SQLite serialises writers with BEGIN IMMEDIATE): point --dsn at MySQL, MariaDB or PostgreSQL")
+			}
+			if err := planguardSchema(ctx, c, drv, synthetic); err != nil {
+				return err
+			}
 			for _, name := range only {
 				if _, ok := drv.Catalog().Lookup(name); !ok {
 					return fmt.Errorf("planguard: no statement %q in the %s catalogue (have: %s)", name, drv.Catalog().Dialect(), strings.Join(drv.Catalog().Names(), ", "))
@@ -80,6 +94,30 @@ at a scratch database with the lockstep schema ('lockstep migrate up').`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list statements that were not explained, and why")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// planguardSchema makes sure the database has lockstep's tables at this
+// binary's version. --synthetic wants a scratch database and fills it
+// itself, so an empty one (as README's command line meets it) is migrated
+// here rather than refused; one with an older or newer schema is refused,
+// since migrating it would change more than a scratch database.
+func planguardSchema(ctx context.Context, c *clienv.Env, drv driver.Driver, synthetic bool) error {
+	st, err := c.SchemaState(ctx, drv)
+	if err != nil {
+		return err
+	}
+	if !synthetic || st.Current != 0 {
+		return c.SchemaProblem(st)
+	}
+	m, err := migrate.New(drv)
+	if err != nil {
+		return err
+	}
+	if _, err := m.Up(ctx); err != nil {
+		return fmt.Errorf("planguard: migrate the scratch database: %w", err)
+	}
+	fmt.Fprintf(c.Stderr, "planguard: created lockstep's tables in %s (schema version %d)\n", c.Where(), m.Latest())
+	return nil
 }
 
 func pickDistributions(names []string) ([]planguard.Distribution, error) {

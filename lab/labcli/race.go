@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -131,16 +132,20 @@ func openRaceDB(ctx context.Context, raw string, level sql.IsolationLevel) (*sql
 	return race.Open(ctx, p.DSN, level)
 }
 
-// roundProgress is a progress bar of the rounds on w when w is a terminal,
-// and nothing otherwise: redrawn bars in a log file or a pipe are noise
-// (one line per round, with carriage returns).
+// roundProgress is a progress bar of the rounds on w when w is a
+// terminal. Anywhere else (a log file, a pipe, /dev/null) a redrawn bar is
+// one line of carriage returns per round, thousands of them in a log; it
+// writes a plain line at each tenth of the rounds instead, so that a log
+// still shows the run advancing.
 func roundProgress(w io.Writer, rounds int, desc string) (progress func(int), finish func()) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return func(int) {}, func() {}
-	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return func(int) {}, func() {}
+	if !clienv.IsTerminal(w) {
+		step := max(rounds/10, 1)
+		desc = strings.TrimSpace(desc)
+		return func(round int) {
+			if round%step == 0 || round == rounds {
+				fmt.Fprintf(w, "%s: %d of %d rounds\n", desc, round, rounds)
+			}
+		}, func() {}
 	}
 	bar := progressbar.NewOptions(rounds,
 		progressbar.OptionSetWriter(w),

@@ -53,6 +53,11 @@ func TestLabRepro(t *testing.T) {
 			require.Contains(t, out, "Pattern: opposite-index-order")
 			require.Regexp(t, `(?s)statement: UPDATE attempt FORCE INDEX \(idx_status\).*holds:\s+idx_status.*waits for: PRIMARY`, out)
 			require.Contains(t, out, "ROLLED BACK")
+			// lab repro dropped its table: the report's keys are inferred,
+			// and the output says why, rather than read as a table without
+			// a primary key (DB_ROW_ID).
+			require.Regexp(t, `Keys: column types inferred from the bytes: table \w+\.attempt was not found in the live server's information_schema`, out)
+			require.NotContains(t, out, "DB_ROW_ID")
 
 			code, out, errOut = runCLI(t, "--dsn", dsn, "lab", "repro", "--variant", "ids-then-primary", "--claim-plan", "primary", "--isolation", "read-committed")
 			require.Equal(t, 0, code, errOut)

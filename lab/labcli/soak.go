@@ -19,6 +19,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver/sqlite"
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
+	"github.com/lockstep-queue/lockstep/internal/dsnparse"
 	"github.com/lockstep-queue/lockstep/lab/soak"
 )
 
@@ -171,6 +172,16 @@ func soakOpener(p dsn.Parsed, o soakOptions) (func(context.Context) (driver.Driv
 // pgxpool's default, max(4, CPUs), would have them queue for connections
 // rather than for rows.
 func withPoolMaxConns(pgURL string, n int) (string, error) {
+	if form, _ := dsnparse.Detect(pgURL); form == dsnparse.PostgresKeywords {
+		// libpq's key=value form, which dsn.Parse has checked.
+		pairs, _ := dsnparse.Keywords(pgURL)
+		for _, p := range pairs {
+			if p.Key == "pool_max_conns" {
+				return pgURL, nil
+			}
+		}
+		return pgURL + " pool_max_conns=" + strconv.Itoa(n), nil
+	}
 	u, err := url.Parse(pgURL)
 	if err != nil {
 		return "", errors.New("postgres DSN is not a valid URL") // dsn.Parse has checked it; no password in this message

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,45 +20,54 @@ import (
 type op struct {
 	name string
 	run  func(ctx context.Context, ex driver.Executor) error
+	// pool: as session A, the op runs on the driver's own pool, as the
+	// client issues it, and not inside one transaction of the harness's:
+	// it is several transactions (a limited claim and the release after
+	// its commit; a write that moves a keyed job out of RUNNING and the
+	// release of its key), which only the executor's own pool runs
+	// (inside a caller's transaction the release is left to the sweep).
+	// A pauses before the k-th occurrence of a statement, or of the
+	// executor's commit, holding what its open transaction has locked.
+	pool bool
 }
 
 var (
-	claim = op{"claim", func(ctx context.Context, ex driver.Executor) error {
+	claim = op{name: "claim", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "default", Max: 2})
 		return err
 	}}
-	cancelRunOfPending = op{"cancel run 1", func(ctx context.Context, ex driver.Executor) error {
+	cancelRunOfPending = op{name: "cancel run 1", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.RunCancel(ctx, runOfPending)
 		return err
 	}}
-	cancelRunOfRunning = op{"cancel run 6", func(ctx context.Context, ex driver.Executor) error {
+	cancelRunOfRunning = op{name: "cancel run 6", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.RunCancel(ctx, runOfRunning)
 		return err
 	}}
-	cancelJobPending = op{"cancel job 999", func(ctx context.Context, ex driver.Executor) error {
+	cancelJobPending = op{name: "cancel job 999", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobCancel(ctx, pendingA)
 		return err
 	}}
-	cancelJobRunning = op{"cancel job 5500", func(ctx context.Context, ex driver.Executor) error {
+	cancelJobRunning = op{name: "cancel job 5500", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobCancel(ctx, running)
 		return err
 	}}
-	reap = op{"reap", func(ctx context.Context, ex driver.Executor) error {
+	reap = op{name: "reap", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobReap(ctx, &driver.JobReapParams{StaleAfter: time.Minute, Max: 100})
 		return err
 	}}
-	heartbeat = op{"heartbeat 5500", func(ctx context.Context, ex driver.Executor) error {
+	heartbeat = op{name: "heartbeat 5500", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobHeartbeat(ctx, []driver.JobRef{{ID: running, Attempt: 1}})
 		return err
 	}}
-	enqueueIntoRun = op{"enqueue into run 1", func(ctx context.Context, ex driver.Executor) error {
+	enqueueIntoRun = op{name: "enqueue into run 1", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobInsertIntoRun(ctx, runOfPending, []driver.JobInsertParams{{Queue: "default", Kind: "k", Args: []byte(`{}`), MaxAttempts: 5}})
 		if errors.Is(err, rowtype.ErrRunCancelled) {
 			return nil // the run was cancelled first: refused, as it must be
 		}
 		return err
 	}}
-	retryFailed = op{"retry job 2", func(ctx context.Context, ex driver.Executor) error {
+	retryFailed = op{name: "retry job 2", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobRetry(ctx, failedInRun)
 		if errors.Is(err, rowtype.ErrRunCancelled) {
 			return nil // the run was cancelled first: refused, as it must be
@@ -70,22 +78,22 @@ var (
 
 // The workflow's writers (loadWorkflow's run 3).
 func finishFlow(id int64, status rowtype.JobStatus) op {
-	return op{fmt.Sprintf("finish %s %d (with dependents)", status, id), func(ctx context.Context, ex driver.Executor) error {
+	return op{name: fmt.Sprintf("finish %s %d (with dependents)", status, id), run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: id, Attempt: 1, Status: status, Error: "boom", RunID: runOfFlow, Dependents: 1})
 		return err
 	}}
 }
 
 var (
-	cancelRunOfFlow = op{"cancel run 3", func(ctx context.Context, ex driver.Executor) error {
+	cancelRunOfFlow = op{name: "cancel run 3", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.RunCancel(ctx, runOfFlow)
 		return err
 	}}
-	cancelFlowJob = op{"cancel job 2997 (with dependents)", func(ctx context.Context, ex driver.Executor) error {
+	cancelFlowJob = op{name: "cancel job 2997 (with dependents)", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobCancel(ctx, flowRunA)
 		return err
 	}}
-	retryFlowFailed = op{"retry job 2995 (revives 2996)", func(ctx context.Context, ex driver.Executor) error {
+	retryFlowFailed = op{name: "retry job 2995 (revives 2996)", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobRetry(ctx, flowFailed)
 		if errors.Is(err, rowtype.ErrRunCancelled) {
 			return nil // the run was cancelled first: refused, as it must be
@@ -97,7 +105,7 @@ var (
 // insertWorkflow creates a run with a small workflow (a root, two jobs
 // that depend on it, a fan-in), as InsertRun does: the run, then the jobs
 // already WAITING or PENDING (job.insert_flow), then the edges.
-var insertWorkflow = op{"insert a workflow", func(ctx context.Context, ex driver.Executor) error {
+var insertWorkflow = op{name: "insert a workflow", run: func(ctx context.Context, ex driver.Executor) error {
 	run, err := ex.RunInsert(ctx, &driver.RunInsertParams{Name: "pairs"})
 	if err != nil {
 		return err
@@ -116,14 +124,14 @@ func uniqueKey(id int64) string { return fmt.Sprintf("%064x", id) }
 // enqueueUnique inserts a unique job with job id's key: a duplicate while
 // that job holds it.
 func enqueueUnique(id int64) op {
-	return op{fmt.Sprintf("enqueue unique as %d", id), func(ctx context.Context, ex driver.Executor) error {
+	return op{name: fmt.Sprintf("enqueue unique as %d", id), run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobInsertUnique(ctx, 0, driver.JobInsertParams{Queue: "default", Kind: "k", Args: []byte(`{}`), MaxAttempts: 5, UniqueKey: uniqueKey(id), UniqueStates: 3})
 		return err
 	}}
 }
 
 // pruneFailed is retention deleting FAILED jobs (job 2 among them).
-var pruneFailed = op{"prune FAILED", func(ctx context.Context, ex driver.Executor) error {
+var pruneFailed = op{name: "prune FAILED", run: func(ctx context.Context, ex driver.Executor) error {
 	_, err := ex.JobPrune(ctx, &driver.JobPruneParams{Queue: "default", Status: rowtype.StatusFailed, OlderThan: -time.Hour, Max: 100})
 	return err
 }}
@@ -136,7 +144,7 @@ func deleted(id int64) func(t *testing.T, s server) {
 }
 
 // completeMany is the client's batched DONE, with the running job in it.
-var completeMany = op{"complete many 5500", func(ctx context.Context, ex driver.Executor) error {
+var completeMany = op{name: "complete many 5500", run: func(ctx context.Context, ex driver.Executor) error {
 	_, err := ex.JobCompleteMany(ctx, []driver.JobRef{{ID: running, Attempt: 1}})
 	return err
 }}
@@ -146,7 +154,7 @@ func finish(status rowtype.JobStatus, snooze bool) op {
 	if snooze {
 		name = "snooze"
 	}
-	return op{name + " 5500", func(ctx context.Context, ex driver.Executor) error {
+	return op{name: name + " 5500", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: running, Attempt: 1, Status: status, Snooze: snooze, RetryAfter: time.Second, Error: "boom"})
 		return err
 	}}
@@ -164,6 +172,9 @@ type pair struct {
 	// duplicateOK: the unique index may refuse either side (a retry of a
 	// job whose key the other side took), as it must.
 	duplicateOK bool
+	// always is checked after every interleaving, not only the one that
+	// pauses A at its end.
+	always func(t *testing.T, s server)
 }
 
 func finalIs(id int64, want ...rowtype.JobStatus) func(t *testing.T, s server) {
@@ -271,10 +282,38 @@ func pairs() []pair {
 	)
 }
 
-// pausePoints runs a in a transaction that is rolled back, recording its
-// statements, and returns where A can pause holding locks: before each
-// statement that follows its first locking one, and at its end ("").
-func pausePoints(t *testing.T, s server, a op) []string {
+// point is where session A pauses: before the k-th occurrence of
+// statement name (k counts from 1; "commit" is the executor's own
+// commit), or, when name is "", after its last statement before the
+// harness commits (an op run in the harness's transaction). end marks the
+// point at which A holds everything its (first) transaction locks: the
+// harness's commit, or, for a pool op, the first commit after its first
+// locking statement. B's waiting is asserted there.
+type point struct {
+	name string
+	k    int
+	end  bool
+}
+
+func (p point) String() string {
+	switch {
+	case p.name == "":
+		return "at its end"
+	case p.end:
+		return fmt.Sprintf("at its end (before %s #%d)", p.name, p.k)
+	case p.k > 1:
+		return fmt.Sprintf("before %s #%d", p.name, p.k)
+	}
+	return "before " + p.name
+}
+
+// pausePoints runs a and records its statements, and returns where A can
+// pause holding locks: before each statement that follows its first
+// locking one, and at its end. An op run in the harness's transaction is
+// rolled back and paused at the first occurrence of each statement; a
+// pool op commits (the fixture is loaded again for each interleaving) and
+// is paused at every occurrence, its transactions' commits among them.
+func pausePoints(t *testing.T, s server, a op) []point {
 	ctx := context.Background()
 	var names []string
 	tr := &driver.StatementTrace{Before: func(_ context.Context, name string) error {
@@ -282,47 +321,66 @@ func pausePoints(t *testing.T, s server, a op) []string {
 		return nil
 	}}
 	loadAlmostDone(t, s)
-	tx, err := s.drv.Begin(ctx)
-	require.NoError(t, err)
-	err = a.run(driver.WithStatementTrace(ctx, tr), tx)
-	require.NoError(t, tx.Rollback())
-	require.NoError(t, err)
-	var points []string
-	locked := false
+	if a.pool {
+		require.NoError(t, a.run(driver.WithStatementTrace(ctx, tr), s.drv.Executor()), a.name)
+	} else {
+		tx, err := s.drv.Begin(ctx)
+		require.NoError(t, err)
+		err = a.run(driver.WithStatementTrace(ctx, tr), tx)
+		require.NoError(t, tx.Rollback())
+		require.NoError(t, err)
+	}
+	var points []point
+	seen := map[string]int{}
+	locked, ended := false, false
 	for _, n := range names {
-		if locked && !slices.Contains(points, n) {
-			points = append(points, n)
+		seen[n]++
+		if locked && (a.pool || seen[n] == 1) {
+			p := point{name: n, k: seen[n]}
+			if a.pool && !ended && n == driver.TraceCommit {
+				p.end, ended = true, true
+			}
+			points = append(points, p)
 		}
 		if st, ok := s.drv.Catalog().Lookup(n); ok && st.Locks {
 			locked = true
 		}
 	}
-	return append(points, "")
+	if a.pool {
+		require.True(t, ended, "%s commits no transaction after its first locking statement: %v", a.name, names)
+		return points
+	}
+	return append(points, point{end: true})
 }
 
-// sessionA runs a inside a transaction, pausing before statement pauseAt
-// (or after its last statement, when pauseAt is ""), then commits.
-func sessionA(s server, a op, pauseAt string) locktest.SessionA {
+// sessionA runs a, inside a transaction of the harness's or (pool) on the
+// driver's pool, pausing at the point.
+func sessionA(s server, a op, at point) locktest.SessionA {
 	return func(ctx context.Context, pause func()) error {
-		tx, err := s.drv.Begin(ctx)
-		if err != nil {
-			return err
-		}
 		var mu sync.Mutex
+		seen := map[string]int{}
 		tr := &driver.StatementTrace{Before: func(_ context.Context, name string) error {
 			mu.Lock()
-			hit := name == pauseAt
+			seen[name]++
+			hit := at.name != "" && name == at.name && seen[name] == at.k
 			mu.Unlock()
 			if hit {
 				pause()
 			}
 			return nil
 		}}
+		if a.pool {
+			return a.run(driver.WithStatementTrace(ctx, tr), s.drv.Executor())
+		}
+		tx, err := s.drv.Begin(ctx)
+		if err != nil {
+			return err
+		}
 		if err := a.run(driver.WithStatementTrace(ctx, tr), tx); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
-		if pauseAt == "" {
+		if at.name == "" {
 			pause()
 		}
 		return tx.Commit()
@@ -335,49 +393,342 @@ func sessionA(s server, a op, pauseAt string) locktest.SessionA {
 // wait: a SKIP LOCKED claim); A continues; neither may fail, least of all
 // with a deadlock.
 func TestWriterPairs(t *testing.T) {
-	for _, s := range servers(t) {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			for _, p := range pairs() {
-				for _, at := range pausePoints(t, s, p.a) {
-					where := "at its end"
-					if at != "" {
-						where = "before " + at
-					}
-					t.Run(fmt.Sprintf("%s × %s, A paused %s", p.a.name, p.b.name, where), func(t *testing.T) {
-						loadAlmostDone(t, s)
-						ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-						defer cancel()
-						out, err := locktest.Interleave(ctx, s.observer.DB(), s.flavor, sessionA(s, p.a, at), func(ctx context.Context) error {
-							return p.b.run(ctx, s.drv.Executor())
-						})
-						require.NoError(t, err)
-						for _, e := range []*error{&out.ErrA, &out.ErrB} {
-							if *e != nil {
-								require.NotEqual(t, rowtype.ErrorDeadlock, s.drv.ClassifyError(*e), "deadlock: %v", *e)
-							}
-							if p.duplicateOK && rowtype.KindOf(*e) == rowtype.ErrorDuplicate {
-								*e = nil
-							}
-						}
-						require.NoError(t, out.ErrA, "A: %s", p.a.name)
-						require.NoError(t, out.ErrB, "B: %s", p.b.name)
-						if at == "" {
-							want := p.bWaits
-							if w, ok := p.waitsOn[s.flavor]; ok {
-								want = w
-							}
-							require.Equal(t, want, out.BWaited, "did B (%s) wait for A (%s)? waits seen: %v", p.b.name, p.a.name, out.Waits)
-							if p.checkEnd != nil {
-								p.checkEnd(t, s)
-							}
-						}
-						for _, w := range out.Waits {
-							t.Logf("seen: %s", w)
-						}
-					})
-				}
-			}
-		})
+	// The process rows' writers are a group of their own per server
+	// ("MariaDB processes"), so that -run 'TestWriterPairs/.*process'
+	// runs just them.
+	groups := []struct {
+		suffix string
+		pairs  func() []pair
+	}{
+		{"", func() []pair { return append(pairs(), limitPairs()...) }},
+		{" processes", processPairs},
+		{" bulk", bulkPairs},
 	}
+	for _, s := range servers(t) {
+		// The servers run side by side; one server's groups one after
+		// the other, on its one data set.
+		var one sync.Mutex
+		for _, g := range groups {
+			t.Run(s.name+g.suffix, func(t *testing.T) {
+				t.Parallel()
+				one.Lock()
+				defer one.Unlock()
+				runPairs(t, s, g.pairs())
+			})
+		}
+	}
+}
+
+// runPairs runs each pair on one server, at each of A's pause points.
+func runPairs(t *testing.T, s server, ps []pair) {
+	for _, p := range ps {
+		for _, at := range pausePoints(t, s, p.a) {
+			t.Run(fmt.Sprintf("%s × %s, A paused %s", p.a.name, p.b.name, at), func(t *testing.T) {
+				loadAlmostDone(t, s)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				out, err := locktest.Interleave(ctx, s.observer.DB(), s.flavor, sessionA(s, p.a, at), func(ctx context.Context) error {
+					return p.b.run(ctx, s.drv.Executor())
+				})
+				require.NoError(t, err)
+				for _, e := range []*error{&out.ErrA, &out.ErrB} {
+					if *e != nil {
+						require.NotEqual(t, rowtype.ErrorDeadlock, s.drv.ClassifyError(*e), "deadlock: %v", *e)
+					}
+					if p.duplicateOK && rowtype.KindOf(*e) == rowtype.ErrorDuplicate {
+						*e = nil
+					}
+				}
+				require.NoError(t, out.ErrA, "A: %s", p.a.name)
+				require.NoError(t, out.ErrB, "B: %s", p.b.name)
+				if p.always != nil {
+					p.always(t, s)
+				}
+				if at.end {
+					want := p.bWaits
+					if w, ok := p.waitsOn[s.flavor]; ok {
+						want = w
+					}
+					require.Equal(t, want, out.BWaited, "did B (%s) wait for A (%s)? waits seen: %v", p.b.name, p.a.name, out.Waits)
+					if p.checkEnd != nil {
+						p.checkEnd(t, s)
+					}
+				}
+				for _, w := range out.Waits {
+					t.Logf("seen: %s", w)
+				}
+			})
+		}
+	}
+}
+
+// The writers of limited queues (loadLimited's queues "limited" and
+// "keyed"). A claim's grace for jobs cancelled while running is ten
+// minutes: 7107's heartbeat, written by the fixture, stays inside it
+// however slowly a loaded machine runs the interleaving. Those that run several transactions — the limited claim and
+// every write that moves a keyed job out of RUNNING, each followed by the
+// release of its key — run on the pool as the client issues them.
+func limitedClaimOf(queue string, max int, lim rowtype.QueueLimits) op {
+	return op{name: fmt.Sprintf("limited claim of %d from %s", max, queue), run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobClaimLimited(ctx, &driver.JobClaimParams{Queue: queue, Max: max, Limits: lim, Grace: 10 * time.Minute})
+		return err
+	}, pool: true}
+}
+
+// finishKeyed is a worker's result for 7101 (key a) and the release of a
+// after it.
+func finishKeyed(status rowtype.JobStatus, snooze bool) op {
+	name := "finish " + string(status)
+	if snooze {
+		name = "snooze"
+	}
+	return op{name: name + " 7101 (key a) + release", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: limRunning, Attempt: 1, Status: status, Snooze: snooze, RetryAfter: time.Second, Error: "boom",
+			Queue: "limited", LimitKey: "a"})
+		return err
+	}, pool: true}
+}
+
+func cancelJobReleasing(id int64, what string) op {
+	return op{name: fmt.Sprintf("cancel job %d (%s) + release", id, what), run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobCancel(ctx, id)
+		return err
+	}, pool: true}
+}
+
+var (
+	limitedClaim = limitedClaimOf("limited", 4, limitedLimits)
+	keyedClaim   = limitedClaimOf("keyed", 1, keyedLimits)
+	// plainClaimLimited is a claim that does not know the queue's limits:
+	// a process whose cached limits are older than the queue's. It meets
+	// the same rows; it is not bound by the limits (no invariant is
+	// checked against it).
+	plainClaimLimited = op{name: "plain claim of 2 from limited", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "limited", Max: 2})
+		return err
+	}}
+	completeManyKeyed = op{name: "complete many 7101 (key a) + release", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobCompleteMany(ctx, []driver.JobRef{{ID: limRunning, Attempt: 1, Queue: "limited", LimitKey: "a"}})
+		return err
+	}, pool: true}
+	reapReleasing    = op{name: "reap (5500, 7101 key a) + release", run: reap.run, pool: true}
+	cancelRunLimited = op{name: "cancel run 8 + release", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.RunCancel(ctx, limitedRun)
+		return err
+	}, pool: true}
+	// jobRelease is a worker stopping after its RUNNING job (7107, key d)
+	// was cancelled: the slot it held is free now, and d's BLOCKED job
+	// may go.
+	jobRelease = op{name: "job release 7107 (key d) + release", run: func(ctx context.Context, ex driver.Executor) error {
+		return ex.JobRelease(ctx, driver.JobRef{ID: limCancelledD, Attempt: 1, Queue: "limited", LimitKey: "d"})
+	}, pool: true}
+	sweep = op{name: "limit sweep of limited", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.LimitSweep(ctx, "limited")
+		return err
+	}, pool: true}
+	// removeSettings deletes the queue's settings row (queues remove), in
+	// a statement of its own like setLimits.
+	removeSettings = op{name: "remove settings of limited", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.QueueDelete(ctx, "limited")
+		return err
+	}}
+	// flushHistory and flushHistoryReversed are two clients' flushes over
+	// the same two rows, handed over in opposite orders: each writes its
+	// rows in primary-key order, so the second waits for the first at the
+	// first row and never holds the other. pruneHistory is retention's
+	// delete of old minutes, the same rows.
+	flushHistory = op{name: "flush history (a, b)", run: func(ctx context.Context, ex driver.Executor) error {
+		return ex.HistoryAdd(ctx, historyRows(false))
+	}}
+	flushHistoryReversed = op{name: "flush history (b, a)", run: func(ctx context.Context, ex driver.Executor) error {
+		return ex.HistoryAdd(ctx, historyRows(true))
+	}}
+	pruneHistory = op{name: "prune history", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.HistoryPrune(ctx, historyOld.Add(time.Hour), 1000)
+		return err
+	}}
+	// setLimits writes the queue's row in a transaction of its own; in the
+	// harness's it holds the row until A commits.
+	setLimits = op{name: "set limits of limited", run: func(ctx context.Context, ex driver.Executor) error {
+		return ex.QueueSetLimits(ctx, "limited", limitedLimits)
+	}}
+)
+
+// limitPairs: the limited claim (queue row → jobs SKIP LOCKED → key rows
+// SKIP LOCKED → its own jobs by primary key), the releases (key row →
+// BLOCKED jobs by primary key) and the worker's release against the
+// claims, finishes, reap, cancels, the sweep and each other. Nothing that
+// holds a job row waits for a key's or a queue's row: where B waits, it
+// waits holding nothing A needs.
+func limitPairs() []pair {
+	var out []pair
+	keyedFinishes := []op{finishKeyed(rowtype.StatusDone, false), completeManyKeyed, finishKeyed(rowtype.StatusFailed, false),
+		finishKeyed(rowtype.StatusPending, false), finishKeyed(rowtype.StatusPending, true)}
+	for _, f := range keyedFinishes {
+		out = append(out,
+			// The claim holds key a; the finish's release waits for it.
+			pair{a: limitedClaim, b: f, bWaits: true, always: limitsHold},
+			// The release holds key a and 7103; the claim skips both.
+			pair{a: f, b: limitedClaim, bWaits: false, always: limitsHold},
+		)
+	}
+	cancelPendingA := cancelJobReleasing(limPendingA, "PENDING, key a")
+	cancelRunningA := cancelJobReleasing(limRunning, "RUNNING, key a")
+	cancelBlockedA := cancelJobReleasing(limBlockedA, "BLOCKED, key a")
+	cancelBlockedD := cancelJobReleasing(limBlockedD, "BLOCKED, key d")
+	doneKeyed := keyedFinishes[0]
+	out = append(out,
+		// Two claims of a queue with a global limit: one at a time, on
+		// the queue's row, which the second waits for holding nothing.
+		pair{a: limitedClaim, b: limitedClaim, bWaits: true, always: limitsHold},
+		// Two claims of a queue with per-key limits only: side by side,
+		// on different jobs and keys, each skipping the other's.
+		pair{a: keyedClaim, b: keyedClaim, bWaits: false, always: limitsHold},
+		// A claim that does not know the limits, against one that does.
+		pair{a: limitedClaim, b: plainClaimLimited, bWaits: false},
+		pair{a: plainClaimLimited, b: limitedClaim, bWaits: false},
+		// The reaper's write, then its release of a.
+		pair{a: limitedClaim, b: reapReleasing, bWaits: true, always: limitsHold},
+		pair{a: reapReleasing, b: limitedClaim, bWaits: false, always: limitsHold},
+		// Cancels: of a candidate the claim holds, and of the RUNNING job
+		// whose release then waits for a.
+		pair{a: limitedClaim, b: cancelPendingA, bWaits: true, always: limitsHold, checkEnd: finalIs(limPendingA, rowtype.StatusCancelled)},
+		pair{a: cancelPendingA, b: limitedClaim, bWaits: false, always: limitsHold, checkEnd: finalIs(limPendingA, rowtype.StatusCancelled)},
+		pair{a: limitedClaim, b: cancelRunningA, bWaits: true, always: limitsHold},
+		pair{a: cancelRunningA, b: limitedClaim, bWaits: false, always: limitsHold},
+		pair{a: limitedClaim, b: cancelRunLimited, bWaits: true, always: limitsHold, checkEnd: runSettled(limitedRun)},
+		pair{a: cancelRunLimited, b: limitedClaim, bWaits: false, always: limitsHold, checkEnd: runSettled(limitedRun)},
+		// The worker's release of 7107 and the sweep release d, which the
+		// claim holds (it has 7109 of d among its candidates).
+		pair{a: limitedClaim, b: jobRelease, bWaits: true, always: limitsHold},
+		pair{a: jobRelease, b: limitedClaim, bWaits: false, always: limitsHold},
+		pair{a: limitedClaim, b: sweep, bWaits: true, always: limitsHold},
+		pair{a: sweep, b: limitedClaim, bWaits: false, always: limitsHold},
+		// Limits changed while a claim decides by them.
+		pair{a: limitedClaim, b: setLimits, bWaits: true, always: limitsHold},
+		pair{a: setLimits, b: limitedClaim, bWaits: true, always: limitsHold},
+		// The settings removed while a claim decides by them, and against
+		// the other writers of the row: it is the only row either holds.
+		pair{a: limitedClaim, b: removeSettings, bWaits: true, always: limitsHold},
+		// (The claim that waited reads no limits once the row is gone,
+		// and claims as an unlimited queue's does: the old limits no
+		// longer bind it.)
+		pair{a: removeSettings, b: limitedClaim, bWaits: true},
+		pair{a: removeSettings, b: setLimits, bWaits: true},
+		pair{a: setLimits, b: removeSettings, bWaits: true},
+		pair{a: sweep, b: removeSettings, bWaits: false, always: limitsHold},
+		pair{a: removeSettings, b: sweep, bWaits: false, always: limitsHold},
+		// Releases against each other: the key's row, waited for holding
+		// nothing.
+		pair{a: doneKeyed, b: sweep, bWaits: true, always: limitsHold},
+		pair{a: sweep, b: jobRelease, bWaits: true, always: limitsHold},
+		pair{a: jobRelease, b: sweep, bWaits: true, always: limitsHold},
+		// Releases against the writers of the jobs they unblock: a cancel
+		// of the BLOCKED job, a cancel of the run; and the plain claim.
+		pair{a: doneKeyed, b: cancelBlockedA, bWaits: true, always: limitsHold, checkEnd: finalIs(limBlockedA, rowtype.StatusCancelled)},
+		pair{a: cancelBlockedA, b: doneKeyed, bWaits: true, always: limitsHold, checkEnd: finalIs(limBlockedA, rowtype.StatusCancelled)},
+		pair{a: jobRelease, b: cancelBlockedD, bWaits: true, always: limitsHold, checkEnd: finalIs(limBlockedD, rowtype.StatusCancelled)},
+		pair{a: cancelBlockedD, b: jobRelease, bWaits: true, always: limitsHold, checkEnd: finalIs(limBlockedD, rowtype.StatusCancelled)},
+		pair{a: doneKeyed, b: cancelRunLimited, bWaits: true, always: limitsHold, checkEnd: runSettled(limitedRun)},
+		pair{a: cancelRunLimited, b: doneKeyed, bWaits: true, always: limitsHold, checkEnd: finalIs(limRunning, rowtype.StatusCancelled)},
+		pair{a: jobRelease, b: cancelRunLimited, bWaits: true, always: limitsHold, checkEnd: runSettled(limitedRun)},
+		pair{a: cancelRunLimited, b: jobRelease, bWaits: true, always: limitsHold, checkEnd: runSettled(limitedRun)},
+		// History: flush × flush over the same rows in both orders, and
+		// flush × retention; the rollup's rows are locked by nothing else.
+		pair{a: flushHistory, b: flushHistoryReversed, bWaits: true},
+		pair{a: flushHistoryReversed, b: flushHistory, bWaits: true},
+		pair{a: flushHistory, b: flushHistory, bWaits: true},
+		pair{a: flushHistory, b: pruneHistory, bWaits: true},
+		pair{a: pruneHistory, b: flushHistory, bWaits: true},
+		pair{a: doneKeyed, b: plainClaimLimited, bWaits: false},
+		pair{a: plainClaimLimited, b: doneKeyed, bWaits: false},
+		// A keyed job's writers meeting on its row, then on its key.
+		pair{a: cancelRunningA, b: doneKeyed, bWaits: true, always: limitsHold, checkEnd: finalIs(limRunning, rowtype.StatusCancelled)},
+		pair{a: doneKeyed, b: cancelRunningA, bWaits: false, always: limitsHold, checkEnd: finalIs(limRunning, rowtype.StatusDone)},
+		pair{a: reapReleasing, b: doneKeyed, bWaits: false, always: limitsHold, checkEnd: finalIs(limRunning, rowtype.StatusPending)},
+		pair{a: doneKeyed, b: reapReleasing, bWaits: false, always: limitsHold, checkEnd: finalIs(limRunning, rowtype.StatusDone)},
+	)
+	return out
+}
+
+// The writers of process rows (lockstep_processes; planguard.Load
+// registers planguard-1 … planguard-20, the heartbeat of planguard-n n
+// seconds old) and the claim that names its process in claimed_by. Each
+// process statement writes one row of lockstep_processes by primary key
+// and never a job row; the claim writes job rows only: the two never wait
+// for each other.
+var (
+	claimAsProcess = op{name: "claim as process planguard-1", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "default", Max: 2, ProcessID: "planguard-1"})
+		return err
+	}}
+	limitedClaimAsProcess = op{name: "limited claim as process planguard-1", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobClaimLimited(ctx, &driver.JobClaimParams{Queue: "limited", Max: 2, Limits: rowtype.QueueLimits{Concurrency: 3}, Grace: 10 * time.Minute, ProcessID: "planguard-1"})
+		return err
+	}, pool: true}
+	processInsert = op{name: "process insert of planguard-new", run: func(ctx context.Context, ex driver.Executor) error {
+		return ex.ProcessInsert(ctx, &rowtype.ProcessRow{ID: "planguard-new", Host: "planguard", PID: 1, Version: "(devel)", Queues: "default=1", Workers: 1})
+	}}
+	processBeat = func(id string) op {
+		return op{name: "process heartbeat of " + id, run: func(ctx context.Context, ex driver.Executor) error {
+			_, err := ex.ProcessHeartbeat(ctx, id)
+			return err
+		}}
+	}
+	processDelete = op{name: "process delete of planguard-1", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.ProcessDelete(ctx, "planguard-1")
+		return err
+	}}
+	// processPrune deletes the processes silent for over 5 seconds
+	// (planguard-6 … planguard-20), each by primary key if still silent.
+	processPrune = op{name: "process prune older than 5s", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.ProcessPrune(ctx, 5*time.Second, 100)
+		return err
+	}}
+)
+
+// processRowIs checks whether a process's row is there at the end.
+func processRowIs(id string, want bool) func(t *testing.T, s server) {
+	return func(t *testing.T, s server) {
+		list, err := s.drv.Executor().ProcessList(context.Background())
+		require.NoError(t, err)
+		found := false
+		for _, p := range list.Processes {
+			found = found || p.ID == id
+		}
+		require.Equal(t, want, found, "process %s registered", id)
+	}
+}
+
+func processPairs() []pair {
+	beat1, beat20 := processBeat("planguard-1"), processBeat("planguard-20")
+	var out []pair
+	// Against the claims, plain and limited, and the job heartbeat: other
+	// tables, no wait either way.
+	for _, w := range []op{beat1, processInsert, processDelete, processPrune} {
+		out = append(out,
+			pair{a: claimAsProcess, b: w, bWaits: false},
+			pair{a: w, b: claimAsProcess, bWaits: false},
+			pair{a: heartbeat, b: w, bWaits: false},
+			pair{a: w, b: heartbeat, bWaits: false},
+		)
+	}
+	out = append(out,
+		pair{a: limitedClaimAsProcess, b: beat1, bWaits: false},
+		pair{a: beat1, b: limitedClaimAsProcess, bWaits: false},
+		// Against each other: one row by primary key; the same row waits.
+		// A silent process that heartbeats while it is pruned keeps its
+		// row (the prune's delete re-checks the heartbeat).
+		pair{a: beat20, b: processPrune, bWaits: true, checkEnd: processRowIs("planguard-20", true)},
+		pair{a: processPrune, b: beat20, bWaits: true, checkEnd: processRowIs("planguard-20", false)},
+		pair{a: beat1, b: processDelete, bWaits: true, checkEnd: processRowIs("planguard-1", false)},
+		pair{a: processDelete, b: beat1, bWaits: true, checkEnd: processRowIs("planguard-1", false)},
+		pair{a: processInsert, b: processPrune, bWaits: false, checkEnd: processRowIs("planguard-new", true)},
+		pair{a: processPrune, b: processInsert, bWaits: false, checkEnd: processRowIs("planguard-new", true)},
+		pair{a: processInsert, b: beat1, bWaits: false},
+		pair{a: beat1, b: processInsert, bWaits: false},
+		pair{a: processPrune, b: processDelete, bWaits: false, checkEnd: processRowIs("planguard-1", false)},
+		pair{a: processDelete, b: processPrune, bWaits: false, checkEnd: processRowIs("planguard-1", false)},
+	)
+	return out
 }

@@ -2,8 +2,11 @@ package lockorder_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,6 +29,9 @@ type server struct {
 	drv      driver.Driver
 	flavor   lockview.Flavor
 	observer driver.Driver
+	// fixture is the almost-done distribution last loaded here, shared
+	// by every copy of the server.
+	fixture *fixture
 }
 
 // serverSpec is a server to open: its DSN, its driver, and the flavor its
@@ -86,15 +92,22 @@ func openServer(t *testing.T, c serverSpec) server {
 	require.NoError(t, err)
 	require.Equal(t, c.want, flavor, c.name)
 	drivertest.Migrate(t, drv)
-	return server{name: c.name, drv: drv, flavor: flavor, observer: obs}
+	return server{name: c.name, drv: drv, flavor: flavor, observer: obs, fixture: &fixture{}}
 }
 
 // loadAlmostDone loads the dangerous distribution of the claim/cancel deadlock — runs of
 // 1,000 jobs with 2 PENDING each — and asserts the precondition every
 // interleaving depends on: each statement is planned as declared on it.
 // Without that check a passing interleaving would protect nothing.
+//
+// A fixture loaded less than fixtureMaxAge ago is restored instead: the
+// rows the last interleaving changed go back to their loaded state.
 func loadAlmostDone(t *testing.T, s server) {
 	t.Helper()
+	if s.fixture.fresh() {
+		restoreFixture(t, s)
+		return
+	}
 	ctx := context.Background()
 	require.NoError(t, planguard.Load(ctx, s.drv, planguard.AlmostDone()))
 	rep, err := planguard.Check(ctx, s.drv, planguard.Options{})
@@ -108,6 +121,33 @@ func loadAlmostDone(t *testing.T, s server) {
 		requireKey(t, s, "UPDATE lockstep_jobs SET status = 'CANCELLED' WHERE run_id = 1 AND status IN ('PENDING', 'RUNNING')", "lockstep_jobs_heartbeat")
 	}
 	loadWorkflow(t, s)
+	loadLimited(t, s)
+	loadHistory(t, s)
+	snapshotFixture(t, s)
+}
+
+// historyOld is the minute of the history rows the flush and retention
+// pairs meet on: older than any retention, newer than nothing else.
+var historyOld = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// loadHistory writes the two rows both flushes add to, committed, so a
+// flush's upsert and retention's delete both lock them.
+func loadHistory(t *testing.T, s server) {
+	t.Helper()
+	require.NoError(t, s.drv.Executor().HistoryAdd(context.Background(), historyRows(false)))
+}
+
+// historyRows are two rows of one minute, in key order or reversed: a
+// client hands its rows to the flush in any order.
+func historyRows(reversed bool) []rowtype.HistoryRow {
+	rows := []rowtype.HistoryRow{
+		{Bucket: historyOld, Queue: "hist", Kind: "a", Done: 1, RunMillis: 5},
+		{Bucket: historyOld, Queue: "hist", Kind: "b", Failed: 1, RunMillis: 7},
+	}
+	if reversed {
+		rows[0], rows[1] = rows[1], rows[0]
+	}
+	return rows
 }
 
 // The workflow in run 3 of the almost-done distribution: two RUNNING jobs
@@ -157,4 +197,160 @@ func status(t *testing.T, s server, id int64) rowtype.JobStatus {
 	j, err := s.drv.Executor().JobGet(context.Background(), id)
 	require.NoError(t, err)
 	return j.Status
+}
+
+// The limited queues, over rows of runs 8 and 9 of the almost-done
+// distribution (run 8's own PENDING, WAITING and keyed jobs stay in the
+// queue "default").
+//
+// Queue "limited": at most 4 jobs at once, 1 per key, 2 starts per key an
+// hour. A claim of it locks the queue's row first. Its jobs, all in run 8:
+//
+//	7101 RUNNING key a (attempt 1, heartbeat an hour old: the reaper's)
+//	7102 PENDING key a   — a claim blocks it: a is at its limit
+//	7103 BLOCKED key a   — a release of a makes it PENDING
+//	7104 PENDING key b   — claimed; b has one start in the hour, one older
+//	7105 PENDING no key  — claimed
+//	7106 PENDING key c   — deferred: c has two starts in the hour
+//	7107 CANCELLED key d while RUNNING (attempt 1, finished_at unset, a
+//	     fresh heartbeat: its worker has not said it stopped)
+//	7108 BLOCKED key d   — released by 7107's release, or by a claim's
+//	7109 PENDING key d   — a claim blocks it: 7107 still holds d's slot
+//
+// A claim of 4 there finds 2 slots (7101, 7107 hold the others), locks
+// a, b, c, d, claims 7104 and 7105, blocks 7102 and 7109, defers 7106,
+// records 7104's start and prunes b's old one; after its commit it
+// releases d (whose release does not count 7107), unblocking 7108.
+//
+// Queue "keyed": 1 per key, 5 starts per key an hour, no queue-wide
+// limit, so two of its claims run side by side. Run 9's 8101–8112 are
+// PENDING with keys e e f f g g h h i z j e: a claim of 1 locks the first
+// ten (n = 2·1 + 8) and keys e–i (z has no row yet: the claim creates it
+// after its commit), claims 8101 and blocks 8102; a second claim meanwhile
+// finds 8111 (j) and 8112 (e, whose row the first holds).
+const (
+	limitedRun         = int64(8)
+	limRunning         = int64(7101)
+	limPendingA        = int64(7102)
+	limBlockedA        = int64(7103)
+	limCancelledD      = int64(7107)
+	limBlockedD        = int64(7108)
+	keyedFirst         = int64(8101)
+	limitedConcurrency = 4
+)
+
+var (
+	limitedLimits = rowtype.QueueLimits{Concurrency: limitedConcurrency, KeyConcurrency: 1, Rate: 2, RatePeriod: time.Hour, RateByKey: true}
+	keyedLimits   = rowtype.QueueLimits{KeyConcurrency: 1, Rate: 5, RatePeriod: time.Hour, RateByKey: true}
+)
+
+func loadLimited(t *testing.T, s server) {
+	t.Helper()
+	ctx := context.Background()
+	now, ago := "UTC_TIMESTAMP(6)", func(d string) string { return "UTC_TIMESTAMP(6) - INTERVAL " + d }
+	if s.flavor == lockview.Postgres {
+		now, ago = "now()", func(d string) string { return "now() - interval '" + d + "'" }
+	}
+	job := func(id int64, queue, status, key string, running bool) string {
+		k := "NULL"
+		if key != "" {
+			k = "'" + key + "'"
+		}
+		started, beat, attempts := "NULL", "NULL", 0
+		switch {
+		case running:
+			started, beat, attempts = ago("1 hour"), ago("1 hour"), 1
+		case status == "BLOCKED":
+			beat = now
+		}
+		return fmt.Sprintf("UPDATE lockstep_jobs SET queue = '%s', status = '%s', limit_key = %s, attempts = %d, started_at = %s, heartbeat_at = %s, finished_at = NULL WHERE id = %d",
+			queue, status, k, attempts, started, beat, id)
+	}
+	stmts := []string{
+		job(7101, "limited", "RUNNING", "a", true),
+		job(7102, "limited", "PENDING", "a", false),
+		job(7103, "limited", "BLOCKED", "a", false),
+		job(7104, "limited", "PENDING", "b", false),
+		job(7105, "limited", "PENDING", "", false),
+		job(7106, "limited", "PENDING", "c", false),
+		job(7107, "limited", "CANCELLED", "d", true),
+		"UPDATE lockstep_jobs SET heartbeat_at = " + now + " WHERE id = 7107",
+		job(7108, "limited", "BLOCKED", "d", false),
+		job(7109, "limited", "PENDING", "d", false),
+	}
+	for i, k := range []string{"e", "e", "f", "f", "g", "g", "h", "h", "i", "z", "j", "e"} {
+		stmts = append(stmts, job(keyedFirst+int64(i), "keyed", "PENDING", k, false))
+	}
+	for _, q := range []struct {
+		name string
+		l    rowtype.QueueLimits
+	}{{"limited", limitedLimits}, {"keyed", keyedLimits}} {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_queues (name, concurrency, key_concurrency, sequence, rate, rate_period_us, rate_by_key, updated_at) VALUES ('%s', %s, %d, 0, %d, %d, 1, %s)",
+			q.name, nullOr(q.l.Concurrency), q.l.KeyConcurrency, q.l.Rate, q.l.RatePeriod.Microseconds(), now))
+	}
+	stmts = append(stmts,
+		"INSERT INTO lockstep_limit_keys (queue, limit_key) VALUES ('limited', 'a'), ('limited', 'b'), ('limited', 'c'), ('limited', 'd'),"+
+			" ('keyed', 'e'), ('keyed', 'f'), ('keyed', 'g'), ('keyed', 'h'), ('keyed', 'i'), ('keyed', 'j')",
+		"INSERT INTO lockstep_limit_starts (queue, limit_key, started_at, job_id) VALUES"+
+			" ('limited', 'a', "+ago("1 hour")+", 7101), ('limited', 'd', "+ago("1 hour")+", 7107),"+
+			" ('limited', 'b', "+ago("10 minute")+", 7090), ('limited', 'b', "+ago("2 hour")+", 7091),"+
+			" ('limited', 'c', "+ago("20 minute")+", 7092), ('limited', 'c', "+ago("10 minute")+", 7093),"+
+			" ('keyed', 'e', "+ago("2 hour")+", 8090), ('keyed', 'j', "+ago("2 hour")+", 8091)",
+	)
+	for _, q := range stmts {
+		_, err := s.drv.DB().ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+}
+
+func nullOr(n int) string {
+	if n <= 0 {
+		return "NULL"
+	}
+	return fmt.Sprint(n)
+}
+
+// limitsHold is the invariant every pair of limited writers must leave:
+// no key of a limited queue with more RUNNING jobs than its limit, no
+// queue with more jobs holding slots than its own, and no key with BLOCKED
+// jobs and nothing live that will release them (a lost wake-up).
+func limitsHold(t *testing.T, s server) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := s.drv.DB().QueryContext(ctx, "SELECT queue, limit_key, status, finished_at IS NULL FROM lockstep_jobs WHERE queue IN ('limited', 'keyed')")
+	require.NoError(t, err)
+	defer rows.Close()
+	type qk struct{ queue, key string }
+	running, live, blocked := map[qk]int{}, map[qk]int{}, map[qk][]rowtype.JobStatus{}
+	holding := map[string]int{}
+	for rows.Next() {
+		var queue, status string
+		var key sql.NullString
+		var unfinished bool
+		require.NoError(t, rows.Scan(&queue, &key, &status, &unfinished))
+		k := qk{queue, key.String}
+		switch {
+		case status == string(rowtype.StatusRunning):
+			running[k]++
+			live[k]++
+			holding[queue]++
+		case status == string(rowtype.StatusCancelled) && unfinished:
+			live[k]++
+			holding[queue]++
+		case status == string(rowtype.StatusPending):
+			live[k]++
+		case status == string(rowtype.StatusBlocked):
+			blocked[k] = append(blocked[k], rowtype.StatusBlocked)
+		}
+	}
+	require.NoError(t, rows.Err())
+	for k, n := range running {
+		if k.key != "" {
+			require.LessOrEqual(t, n, 1, "key %s of queue %s has %d RUNNING jobs", k.key, k.queue, n)
+		}
+	}
+	require.LessOrEqual(t, holding["limited"], limitedConcurrency, "queue limited: %d jobs hold slots", holding["limited"])
+	for k := range blocked {
+		require.Positive(t, live[k], "key %s of queue %s has BLOCKED jobs and no live one to release them", k.key, k.queue)
+	}
 }

@@ -81,7 +81,9 @@ func numbers(max int) string {
 }
 
 func (mysqlDialect) load(ctx context.Context, db *sql.DB, d Distribution) error {
-	stmts := []string{"TRUNCATE TABLE lockstep_jobs", "TRUNCATE TABLE lockstep_runs", "TRUNCATE TABLE lockstep_job_deps"}
+	stmts := []string{"TRUNCATE TABLE lockstep_jobs", "TRUNCATE TABLE lockstep_runs", "TRUNCATE TABLE lockstep_job_deps",
+		"TRUNCATE TABLE lockstep_queues", "TRUNCATE TABLE lockstep_limit_keys", "TRUNCATE TABLE lockstep_limit_starts",
+		"TRUNCATE TABLE lockstep_processes", "TRUNCATE TABLE lockstep_history"}
 	if runs := d.Runs(); runs > 0 {
 		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_runs (id, name, status, created_at) SELECT n, CONCAT('planguard-', n), 'ACTIVE', UTC_TIMESTAMP(6) FROM %s WHERE n <= %d", numbers(runs), runs))
 	}
@@ -94,13 +96,21 @@ func (mysqlDialect) load(ctx context.Context, db *sql.DB, d Distribution) error 
 		if d.RunSize > 0 {
 			run = fmt.Sprintf("(n - 1) DIV %d + 1", d.RunSize)
 		}
+		key := d.LimitKey
+		if key == "" {
+			key = "NULL"
+		}
 		const past = "UTC_TIMESTAMP(6) - INTERVAL 1 HOUR"
-		// Every job is unique by its own key, held while PENDING or
-		// RUNNING, so the unique index is as full as the live jobs.
-		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at, unique_key, unique_states)
-SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, IF(st IN ('PENDING', 'WAITING'), 0, 1), 25,
-  IF(st IN ('PENDING', 'WAITING'), NULL, %[3]s), IF(st IN ('PENDING', 'WAITING'), NULL, %[3]s), IF(st IN ('PENDING', 'RUNNING', 'WAITING'), NULL, %[3]s), '[]', %[3]s, LOWER(LPAD(HEX(n), 64, '0')), 3
-FROM (SELECT n, %[4]s AS st FROM %[5]s WHERE n <= %[6]d) s`, run, queue, past, d.Status, numbers(d.Jobs), d.Jobs))
+		// Every job is unique by its own key, held while PENDING, BLOCKED
+		// or RUNNING, so the unique index is as full as the live jobs. A
+		// BLOCKED job's heartbeat_at is when it was blocked; a job
+		// cancelled while running (CANCELLING) keeps a fresh heartbeat and
+		// no finished_at.
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at, unique_key, unique_states, limit_key)
+SELECT n, %[1]s, %[2]s, 'planguard', '{}', IF(st = 'CANCELLING', 'CANCELLED', st), 0, %[3]s, IF(st IN ('PENDING', 'WAITING', 'BLOCKED'), 0, 1), 25,
+  IF(st IN ('PENDING', 'WAITING', 'BLOCKED'), NULL, %[3]s), IF(st IN ('PENDING', 'WAITING'), NULL, IF(st = 'CANCELLING', UTC_TIMESTAMP(6), %[3]s)),
+  IF(st IN ('PENDING', 'RUNNING', 'WAITING', 'BLOCKED', 'CANCELLING'), NULL, %[3]s), '[]', %[3]s, LOWER(LPAD(HEX(n), 64, '0')), 3, lk
+FROM (SELECT n, %[4]s AS st, %[7]s AS lk FROM %[5]s WHERE n <= %[6]d) s`, run, queue, past, d.Status, numbers(d.Jobs), d.Jobs, key))
 	}
 	for _, e := range d.Edges {
 		where := "TRUE"
@@ -109,7 +119,25 @@ FROM (SELECT n, %[4]s AS st FROM %[5]s WHERE n <= %[6]d) s`, run, queue, past, d
 		}
 		stmts = append(stmts, fmt.Sprintf("INSERT IGNORE INTO lockstep_job_deps (job_id, depends_on) SELECT %s, %s FROM %s WHERE n <= %d AND %s", e.Job, e.On, numbers(e.Count), e.Count, where))
 	}
-	stmts = append(stmts, "ANALYZE TABLE lockstep_jobs, lockstep_runs, lockstep_job_deps")
+	// Every queue limited; a row per key; the starts of the RUNNING and
+	// cancelling jobs (per key, and the queue's own under ''), and old
+	// starts of some finished ones, which a claim would prune.
+	stmts = append(stmts,
+		"INSERT INTO lockstep_queues (name, concurrency, key_concurrency, sequence, rate, rate_period_us, rate_by_key, updated_at)"+
+			" SELECT DISTINCT queue, "+limitsSQL+", UTC_TIMESTAMP(6) FROM lockstep_jobs",
+		"INSERT INTO lockstep_limit_keys (queue, limit_key, created_at) SELECT DISTINCT queue, limit_key, UTC_TIMESTAMP(6) FROM lockstep_jobs WHERE limit_key IS NOT NULL",
+		"INSERT INTO lockstep_limit_starts (queue, limit_key, started_at, job_id) SELECT queue, limit_key, started_at, id FROM lockstep_jobs"+
+			" WHERE limit_key IS NOT NULL AND started_at IS NOT NULL AND (finished_at IS NULL OR id % 97 = 0)",
+		"INSERT INTO lockstep_limit_starts (queue, limit_key, started_at, job_id) SELECT queue, '', started_at, id FROM lockstep_jobs WHERE status = 'RUNNING'",
+		// processRows processes, the RUNNING jobs claimed by them in turn.
+		fmt.Sprintf("INSERT INTO lockstep_processes (id, host, pid, version, queues, workers, started_at, heartbeat_at)"+
+			" SELECT CONCAT('planguard-', n), 'planguard', n, '(devel)', 'default=10', 10, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL n SECOND FROM %s WHERE n <= %d", numbers(processRows), processRows),
+		fmt.Sprintf("UPDATE lockstep_jobs SET claimed_by = CONCAT('planguard-', id %% %d + 1) WHERE status = 'RUNNING'", processRows),
+		// Three days of history per queue, a row a minute.
+		"INSERT INTO lockstep_history (bucket, queue, kind, done, failed, retried, cancelled, run_ms)"+
+			" SELECT CAST(DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL n MINUTE, '%Y-%m-%d %H:%i:00') AS DATETIME), q.queue, 'planguard', n % 50, n % 3, n % 5, n % 7, n * 10"+
+			" FROM "+numbers(historyMinutes)+" CROSS JOIN (SELECT DISTINCT queue FROM lockstep_jobs) q WHERE n <= "+fmt.Sprint(historyMinutes),
+		"ANALYZE TABLE lockstep_jobs, lockstep_runs, lockstep_job_deps, lockstep_queues, lockstep_limit_keys, lockstep_limit_starts, lockstep_processes, lockstep_history")
 	for _, s := range stmts {
 		if err := drain(ctx, db, s); err != nil {
 			return err

@@ -109,7 +109,7 @@ func walkPostgres(n pgNode, plan *Plan) {
 }
 
 func (postgresDialect) load(ctx context.Context, db *sql.DB, d Distribution) error {
-	stmts := []string{"TRUNCATE lockstep_jobs, lockstep_runs, lockstep_job_deps"}
+	stmts := []string{"TRUNCATE lockstep_jobs, lockstep_runs, lockstep_job_deps, lockstep_queues, lockstep_limit_keys, lockstep_limit_starts, lockstep_processes, lockstep_history"}
 	if runs := d.Runs(); runs > 0 {
 		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_runs (id, name, status, created_at) SELECT n, 'planguard-' || n, 'ACTIVE', now() FROM generate_series(1, %d) AS s(n)", runs))
 	}
@@ -122,13 +122,21 @@ func (postgresDialect) load(ctx context.Context, db *sql.DB, d Distribution) err
 		if d.RunSize > 0 {
 			run = fmt.Sprintf("(n - 1) / %d + 1", d.RunSize)
 		}
+		key := d.LimitKey
+		if key == "" {
+			key = "NULL"
+		}
 		const past = "now() - interval '1 hour'"
-		// Every job is unique by its own key, held while PENDING or
-		// RUNNING, so the unique index is as full as the live jobs.
-		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at, unique_key, unique_states)
-SELECT n, %[1]s, %[2]s, 'planguard', '{}', st, 0, %[3]s, CASE WHEN st IN ('PENDING', 'WAITING') THEN 0 ELSE 1 END, 25,
-  CASE WHEN st NOT IN ('PENDING', 'WAITING') THEN %[3]s END, CASE WHEN st NOT IN ('PENDING', 'WAITING') THEN %[3]s END, CASE WHEN st NOT IN ('PENDING', 'RUNNING', 'WAITING') THEN %[3]s END, '[]', %[3]s, lpad(to_hex(n), 64, '0'), 3
-FROM (SELECT n, %[4]s AS st FROM generate_series(1, %[5]d) AS g(n)) s`, run, queue, past, d.Status, d.Jobs))
+		// Every job is unique by its own key, held while PENDING, BLOCKED
+		// or RUNNING, so the unique index is as full as the live jobs. A
+		// BLOCKED job's heartbeat_at is when it was blocked; a job
+		// cancelled while running (CANCELLING) keeps a fresh heartbeat and
+		// no finished_at.
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO lockstep_jobs (id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, error_history, created_at, unique_key, unique_states, limit_key)
+SELECT n, %[1]s, %[2]s, 'planguard', '{}', CASE WHEN st = 'CANCELLING' THEN 'CANCELLED' ELSE st END, 0, %[3]s, CASE WHEN st IN ('PENDING', 'WAITING', 'BLOCKED') THEN 0 ELSE 1 END, 25,
+  CASE WHEN st NOT IN ('PENDING', 'WAITING', 'BLOCKED') THEN %[3]s END, CASE WHEN st = 'CANCELLING' THEN now() WHEN st NOT IN ('PENDING', 'WAITING') THEN %[3]s END,
+  CASE WHEN st NOT IN ('PENDING', 'RUNNING', 'WAITING', 'BLOCKED', 'CANCELLING') THEN %[3]s END, '[]', %[3]s, lpad(to_hex(n), 64, '0'), 3, lk
+FROM (SELECT n, %[4]s AS st, %[6]s AS lk FROM generate_series(1, %[5]d) AS g(n)) s`, run, queue, past, d.Status, d.Jobs, key))
 	}
 	for _, e := range d.Edges {
 		where := "TRUE"
@@ -137,12 +145,30 @@ FROM (SELECT n, %[4]s AS st FROM generate_series(1, %[5]d) AS g(n)) s`, run, que
 		}
 		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_job_deps (job_id, depends_on) SELECT %s, %s FROM generate_series(1, %d) AS g(n) WHERE %s ON CONFLICT DO NOTHING", e.Job, e.On, e.Count, where))
 	}
+	// Every queue limited; a row per key; the starts of the RUNNING and
+	// cancelling jobs (per key, and the queue's own under ''), and old
+	// starts of some finished ones, which a claim would prune.
+	stmts = append(stmts,
+		"INSERT INTO lockstep_queues (name, concurrency, key_concurrency, sequence, rate, rate_period_us, rate_by_key, updated_at)"+
+			" SELECT DISTINCT queue, "+limitsSQL+", now() FROM lockstep_jobs",
+		"INSERT INTO lockstep_limit_keys (queue, limit_key) SELECT DISTINCT queue, limit_key FROM lockstep_jobs WHERE limit_key IS NOT NULL",
+		"INSERT INTO lockstep_limit_starts (queue, limit_key, started_at, job_id) SELECT queue, limit_key, started_at, id FROM lockstep_jobs"+
+			" WHERE limit_key IS NOT NULL AND started_at IS NOT NULL AND (finished_at IS NULL OR id % 97 = 0)",
+		"INSERT INTO lockstep_limit_starts (queue, limit_key, started_at, job_id) SELECT queue, '', started_at, id FROM lockstep_jobs WHERE status = 'RUNNING'",
+		// processRows processes, the RUNNING jobs claimed by them in turn.
+		fmt.Sprintf("INSERT INTO lockstep_processes (id, host, pid, version, queues, workers, started_at, heartbeat_at)"+
+			" SELECT 'planguard-' || n, 'planguard', n, '(devel)', 'default=10', 10, now() - interval '1 hour', now() - n * interval '1 second' FROM generate_series(1, %d) AS g(n)", processRows),
+		fmt.Sprintf("UPDATE lockstep_jobs SET claimed_by = 'planguard-' || (id %% %d + 1) WHERE status = 'RUNNING'", processRows),
+		// Three days of history per queue, a row a minute.
+		"INSERT INTO lockstep_history (bucket, queue, kind, done, failed, retried, cancelled, run_ms)"+
+			" SELECT date_trunc('minute', now()) - n * interval '1 minute', q.queue, 'planguard', n % 50, n % 3, n % 5, n % 7, n * 10"+
+			fmt.Sprintf(" FROM generate_series(1, %d) AS g(n) CROSS JOIN (SELECT DISTINCT queue FROM lockstep_jobs) q", historyMinutes))
 	// Explicit ids do not advance the identity sequences; later inserts
 	// (an interleaving test's enqueue) must not collide with them.
 	stmts = append(stmts,
 		"SELECT setval(pg_get_serial_sequence('lockstep_jobs', 'id'), COALESCE((SELECT max(id) FROM lockstep_jobs), 0) + 1, false)",
 		"SELECT setval(pg_get_serial_sequence('lockstep_runs', 'id'), COALESCE((SELECT max(id) FROM lockstep_runs), 0) + 1, false)",
-		"ANALYZE lockstep_jobs, lockstep_runs, lockstep_job_deps")
+		"ANALYZE lockstep_jobs, lockstep_runs, lockstep_job_deps, lockstep_queues, lockstep_limit_keys, lockstep_limit_starts, lockstep_processes, lockstep_history")
 	for _, s := range stmts {
 		if err := drain(ctx, db, s); err != nil {
 			return err

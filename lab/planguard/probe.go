@@ -17,8 +17,14 @@ import (
 const (
 	claimLimit = 10
 	pageLimit  = 50
+	// pageSearch is a search of the job page: a LIKE over every row of
+	// its window, which must not change the window's access path.
+	pageSearch = "%planguard%"
 	pageWindow = 10_000
 	countLimit = 100_000
+	// A bulk action's window of the primary key and its batch.
+	matchWindow = 100_000
+	matchLimit  = 500
 )
 
 // probe holds the values statements are bound with: real rows of the data
@@ -38,7 +44,22 @@ type probe struct {
 	waiting    []int64 // WAITING jobs (workflow dependents)
 	depOn      []int64 // jobs others depend on
 	cancelled  int64   // the first CANCELLED job, or a finished one
+	// Limits: the keys of queue's first keyed PENDING jobs (what a claim
+	// locks and counts), a key of queue with BLOCKED jobs and the first of
+	// them (what a release locks and unblocks), and a job cancelled while
+	// it ran, with its attempt (what a worker's release writes).
+	limitKeys     []string
+	blockedKey    string
+	blockedIDs    []int64
+	cancelling    int64
+	cancellingAtt int64
+	// processID is a registered process, one that claimed RUNNING jobs
+	// when there are any.
+	processID string
 }
+
+// processRows is how many registered processes a distribution holds.
+const processRows = 20
 
 // discover reads the probe values with plain, non-locking reads.
 func discover(ctx context.Context, db *sql.DB, d dialect) (*probe, error) {
@@ -113,7 +134,55 @@ func discover(ctx context.Context, db *sql.DB, d dialect) (*probe, error) {
 		// same on any finished one.
 		p.cancelled = p.staleID
 	}
+	var proc sql.NullString
+	if err := one("SELECT claimed_by FROM lockstep_jobs WHERE status = 'RUNNING' AND claimed_by IS NOT NULL ORDER BY id LIMIT 1", &proc); err != nil {
+		return nil, fmt.Errorf("discover process: %w", err)
+	}
+	if !proc.Valid {
+		if err := one("SELECT id FROM lockstep_processes ORDER BY id LIMIT 1", &proc); err != nil {
+			return nil, fmt.Errorf("discover process: %w", err)
+		}
+	}
+	p.processID = proc.String
+	if p.queue != "" {
+		keys, err := queryStrings(ctx, db, d.rebind("SELECT limit_key FROM lockstep_jobs WHERE queue = ? AND status = 'PENDING' AND limit_key IS NOT NULL ORDER BY id LIMIT 28"), p.queue)
+		if err != nil {
+			return nil, fmt.Errorf("discover limit keys: %w", err)
+		}
+		slices.Sort(keys)
+		p.limitKeys = slices.Compact(keys)
+		var key sql.NullString
+		if err := db.QueryRowContext(ctx, d.rebind("SELECT limit_key FROM lockstep_jobs WHERE queue = ? AND status = 'BLOCKED' AND limit_key IS NOT NULL ORDER BY id LIMIT 1"), p.queue).Scan(&key); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("discover blocked key: %w", err)
+		}
+		p.blockedKey = key.String
+		if p.blockedKey != "" {
+			if p.blockedIDs, err = queryInts(ctx, db, d.rebind("SELECT id FROM lockstep_jobs WHERE queue = ? AND limit_key = ? AND status = 'BLOCKED' ORDER BY id LIMIT 10"), p.queue, p.blockedKey); err != nil {
+				return nil, fmt.Errorf("discover blocked jobs: %w", err)
+			}
+		}
+	}
+	if err := one("SELECT id, attempts FROM lockstep_jobs WHERE status = 'CANCELLED' AND finished_at IS NULL ORDER BY id LIMIT 1", &p.cancelling, &p.cancellingAtt); err != nil {
+		return nil, fmt.Errorf("discover cancelled while running: %w", err)
+	}
 	return p, nil
+}
+
+func queryStrings(ctx context.Context, db *sql.DB, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 func queryInts(ctx context.Context, db *sql.DB, q string, args ...any) ([]int64, error) {
@@ -137,6 +206,10 @@ func queryInts(ctx context.Context, db *sql.DB, q string, args ...any) ([]int64,
 // shared executor uses for it (the same in every dialect). skip says why a
 // statement cannot be probed on this data; an unknown statement is an
 // error, so a new statement cannot escape the guard unnoticed.
+// historyMinutes is how many minutes of history per queue the fixture
+// loads: three days.
+const historyMinutes = 3 * 24 * 60
+
 func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) (string, []any, string, error) {
 	stale := variant == "stale"
 	// target is one row: the live one the statement expects, or one that
@@ -194,6 +267,33 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 		}
 		return plain(args...)
 	}
+	needQueue := func(args ...any) (string, []any, string, error) {
+		if p.queue == "" {
+			return "", nil, "no PENDING job in the data", nil
+		}
+		return plain(args...)
+	}
+	needProcess := func(args ...any) (string, []any, string, error) {
+		if p.processID == "" {
+			return "", nil, "no registered process in the data", nil
+		}
+		return plain(args...)
+	}
+	withKeys := func(keys []string, args ...any) (string, []any, string, error) {
+		if p.queue == "" || len(keys) == 0 {
+			return "", nil, "no keyed PENDING job in the data", nil
+		}
+		q, a := cat.BindKeys(st, keys, args...)
+		return q, a, "", nil
+	}
+	// A release's keys: those of jobs that left RUNNING, among them one
+	// that holds jobs BLOCKED.
+	var releaseKeys []string
+	if len(p.limitKeys) > 0 {
+		releaseKeys = append(slices.Clone(p.limitKeys), p.blockedKey)
+		slices.Sort(releaseKeys)
+		releaseKeys = slices.Compact(releaseKeys)
+	}
 	switch st.Name {
 	case catalog.RunLockShared, catalog.RunGet, catalog.RunCancel, catalog.RunCounts, catalog.JobIDsLiveByRun:
 		return needRun(p.runID)
@@ -208,10 +308,13 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 		if p.queue == "" {
 			return "", nil, "no PENDING job in the data", nil
 		}
-		return plain(p.queue, claimLimit)
+		if st.Name == catalog.JobClaimSelect {
+			return plain(p.queue, claimLimit)
+		}
+		return plain(p.queue, claimLimit, "planguard-1")
 	case catalog.JobClaimUpdate:
 		ids, skip := list(p.claimIDs, "PENDING")
-		return withIDs(ids, skip, now, now)
+		return withIDs(ids, skip, now, now, "planguard-1")
 	case catalog.JobFinishDoneMany:
 		ids, skip := list(p.running, "RUNNING")
 		return withIDs(ids, skip, p.runningAtt)
@@ -278,11 +381,41 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 	case catalog.JobPageFloor:
 		return plain(int64(math.MaxInt64), pageWindow)
 	case catalog.JobPage:
-		return plain(int64(math.MaxInt64), 0, "", "", "", "", "", "", pageLimit)
+		return plain(int64(math.MaxInt64), 0, "", "", "", "", "", "", 0, 0, pageSearch, pageSearch, pageSearch, pageLimit)
+	// The bulk actions: a window of the primary key as the first of a
+	// scan reads it (a search and a finish time in it), the batch's refs,
+	// and the batch's retry.
+	case catalog.JobIDBounds:
+		return plain()
+	case catalog.JobMatch, catalog.JobMatchCount:
+		args := []any{int64(0), int64(matchWindow), "", "", "", "", "", "", 0, 0, pageSearch, pageSearch, pageSearch, 0, 0, 1, 0, 0, 1, now}
+		if st.Name == catalog.JobMatch {
+			args = append(args, matchLimit)
+		}
+		return plain(args...)
+	case catalog.JobMatchCountStatus:
+		// The preview of a retry: every FAILED job's entry, a search in
+		// each.
+		return plain(int64(0), int64(math.MaxInt64), "", "", "", "", "", "", 0, 0, pageSearch, pageSearch, pageSearch, 0, 0, 1, 0, 0, 1, now, "FAILED")
+	case catalog.JobBulkRefs:
+		ids, skip := list(p.liveIDs, "live")
+		return withIDs(ids, skip)
+	case catalog.JobRetryMany:
+		// Two ids at least, as job.prune_lock binds them.
+		var ids []int64
+		for _, id := range []int64{p.failedID, p.staleID, p.pendingID} {
+			if id != 0 && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) < 2 {
+			return "", nil, "fewer than two jobs in the data", nil
+		}
+		return withIDs(ids, "")
 	case catalog.JobPageFloorByRun:
 		return needRun(p.runID, int64(math.MaxInt64), pageWindow)
 	case catalog.JobPageByRun:
-		return needRun(p.runID, int64(math.MaxInt64), 0, "", "", "", "", "", "", pageLimit)
+		return needRun(p.runID, int64(math.MaxInt64), 0, "", "", "", "", "", "", 0, 0, pageSearch, pageSearch, pageSearch, pageLimit)
 	case catalog.RunList:
 		return plain(int64(math.MaxInt64), pageLimit)
 	case catalog.RunCountsBounded:
@@ -324,6 +457,84 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 		return withRow(id, skip, "WAITING", 1, id)
 	case catalog.RunLock:
 		return needRun(p.runID)
+	// Limits, bound as the limited claim (sqlexec/limits.go) and the
+	// release (release.go) bind them, with keys the queue's jobs carry.
+	case catalog.QueueLimits, catalog.QueueLockLimits, catalog.QueueDelete:
+		return needQueue(p.queue)
+	case catalog.QueueOccupied, catalog.LimitCancelling:
+		return needQueue(p.queue, micros)
+	case catalog.JobClaimCandidates:
+		return needQueue(p.queue, claimLimit)
+	case catalog.JobClaimIDs:
+		ids, skip := list(p.claimIDs, "PENDING")
+		return withIDs(ids, skip, now, now, "planguard-1")
+	case catalog.JobBlock:
+		ids, skip := list(p.claimIDs, "PENDING")
+		return withIDs(ids, skip, now)
+	case catalog.JobDefer:
+		ids, skip := list(p.claimIDs, "PENDING")
+		return withIDs(ids, skip, now.Add(time.Minute))
+	case catalog.JobUnblock:
+		ids, skip := list(p.blockedIDs, "BLOCKED")
+		return withIDs(ids, skip)
+	case catalog.JobRelease:
+		id, skip := target(p.cancelling, "cancelled-while-running")
+		att := p.cancellingAtt
+		if stale {
+			att = 1
+		}
+		return withRow(id, skip, id, att)
+	case catalog.LimitLockKeys, catalog.LimitKeys, catalog.LimitKeyRunning:
+		return withKeys(p.limitKeys, p.queue)
+	case catalog.LimitBlockedIn:
+		return withKeys(releaseKeys, p.queue)
+	case catalog.LimitSequenceHead:
+		return withKeys(p.limitKeys, p.queue, 1)
+	case catalog.LimitLockKey:
+		if p.blockedKey == "" {
+			return "", nil, "no BLOCKED job in the data", nil
+		}
+		return plain(p.queue, p.blockedKey)
+	case catalog.LimitBlockedIDs:
+		if p.blockedKey == "" {
+			return "", nil, "no BLOCKED job in the data", nil
+		}
+		return plain(p.queue, p.blockedKey, 1000)
+	case catalog.LimitBlockedKeys:
+		return needQueue(p.queue, time.Unix(0, 0).UTC(), 500)
+	case catalog.RateWindow:
+		// The queue's own window ('') and its keys'.
+		return withKeys(append([]string{""}, p.limitKeys...), p.queue, now.Add(-time.Minute))
+	case catalog.RatePrune:
+		return withKeys(p.limitKeys, p.queue, now.Add(-time.Minute))
+	// Processes: the process's own row by primary key, the small table
+	// in id order, and a process's RUNNING jobs through the heartbeat
+	// index, bound as sqlexec/processes.go binds them.
+	case catalog.ProcessHeartbeat, catalog.ProcessDelete:
+		return needProcess(p.processID)
+	case catalog.ProcessPrune:
+		return needProcess(p.processID, micros)
+	case catalog.ProcessStale:
+		return plain(micros, 100)
+	case catalog.ProcessList:
+		return plain(1000)
+	case catalog.JobRunningByProcess:
+		return needProcess(p.processID, 1000)
+	// History, bound as the flush, the charts and retention bind them
+	// (sqlexec/history.go): a minute of the loaded range, the last day,
+	// and the rows older than a day.
+	case catalog.HistoryAdd:
+		b := now.Add(-time.Hour).Truncate(time.Minute)
+		return needQueue(b, p.queue, "planguard", 1, 0, 0, 0, 10, 1, 0, 0, 0, 10)
+	case catalog.HistoryRange:
+		// Whole minutes, as the executor binds them (sqlexec/history.go):
+		// MariaDB compares a DATETIME with a fractional time by a full scan.
+		minute := now.Truncate(time.Minute)
+		return needQueue(minute.Add(-24*time.Hour), minute.Add(time.Minute), p.queue, p.queue, "", "")
+	case catalog.HistoryPruneBound:
+		return plain(now.Truncate(time.Minute).Add(-24*time.Hour), 999)
+	case catalog.HistoryPrune:
+		return plain(now.Truncate(time.Minute).Add(-(historyMinutes - 60) * time.Minute))
 	case catalog.JobNotify, catalog.JobListen:
 		// pg_notify and LISTEN read no table; the guard skips statements
 		// that declare no access path before binding them.

@@ -55,6 +55,9 @@ type Result struct {
 	// Plans are the indexes the server chose for the claim and the cancel
 	// (EXPLAIN before the run): the reason for what happened.
 	ClaimKey, CancelKey string
+	// Wait is the cancel's lock wait as the server's lock table showed it
+	// (session B's, by its CONNECTION_ID()); nil when B did not wait.
+	Wait *lockview.Wait
 }
 
 // held is the attempt both sessions want: run 3's second PENDING attempt.
@@ -257,9 +260,12 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 		return nil, fmt.Errorf("repro: %w", err)
 	}
 	if w := bWait; w != nil {
+		// The table is printed as the server names it, database and all:
+		// the lock table is the server's, so the database is what shows
+		// that the wait is on the reproduction's own table.
 		for i, s := range rec.steps {
 			if s.Result == "waits" || strings.HasPrefix(s.Result, "waits, then") {
-				rec.steps[i].Result = strings.Replace(s.Result, "waits", fmt.Sprintf("waits for %s %s %s (seen in the server's lock table)", w.Index, w.Mode, w.Data), 1)
+				rec.steps[i].Result = strings.Replace(s.Result, "waits", fmt.Sprintf("waits for %s %s %s of %s (seen in the server's lock table)", w.Index, w.Mode, w.Data, w.Table), 1)
 			}
 		}
 	}
@@ -273,7 +279,7 @@ func Run(ctx context.Context, db, observer *sql.DB, opts Options) (*Result, erro
 			return nil, fmt.Errorf("repro: session %s: %w", pair.who, pair.err)
 		}
 	}
-	res.Steps = rec.steps
+	res.Steps, res.Wait = rec.steps, bWait
 	return res, nil
 }
 

@@ -19,6 +19,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
+// dbName is the database db's sessions use.
+func dbName(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var name string
+	require.NoError(t, db.QueryRow("SELECT DATABASE()").Scan(&name))
+	return name
+}
+
 func open(t *testing.T, dsn string) *sql.DB {
 	db, err := sql.Open("mysql", dsn)
 	require.NoError(t, err)
@@ -67,7 +75,7 @@ func TestRepro(t *testing.T) {
 						var b strings.Builder
 						require.NoError(t, res.WriteText(&b))
 						t.Log("\n" + b.String())
-						require.Contains(t, b.String(), "waits for PRIMARY "+srv.waitMode+" 300 (seen in the server's lock table)", "the cancel must be seen waiting for PRIMARY 300")
+						require.Contains(t, b.String(), "waits for PRIMARY "+srv.waitMode+" 300 of `"+dbName(t, db)+"`.`attempt` (seen in the server's lock table)", "the cancel must be seen waiting for PRIMARY 300")
 						expect, known := wantDeadlock(name, res)
 						if !known {
 							return
@@ -160,7 +168,9 @@ func TestReproConfirmsItsOwnWait(t *testing.T) {
 			var b strings.Builder
 			require.NoError(t, res.WriteText(&b))
 			t.Log("\n" + b.String())
-			require.Contains(t, b.String(), "waits for PRIMARY "+srv.waitMode+" 300 (seen in the server's lock table)")
+			require.Contains(t, b.String(), "waits for PRIMARY "+srv.waitMode+" 300 of `"+dbName(t, db)+"`.`attempt` (seen in the server's lock table)")
+			require.NotNil(t, res.Wait)
+			require.Contains(t, res.Wait.Table, "attempt", "the cancel's wait, not the other pair's on table other")
 			require.True(t, res.Deadlock, "the cancel waited for PRIMARY 300 before the claim went on")
 
 			// The other wait lasted throughout.
@@ -187,6 +197,108 @@ func TestRefusesAUsersTable(t *testing.T) {
 			var n int
 			require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'attempt'").Scan(&n))
 			require.Equal(t, 1, n)
+		})
+	}
+}
+
+// TestReproConfirmsItsOwnWaitWithAnotherDatabase: a second database on the
+// same server has a lock wait of its own — on PRIMARY 1 of a table of its
+// own, the wait an operator once saw printed as the cancel's — which lasts
+// throughout the reproduction, and that database's own observer reads the
+// lock tables meanwhile, as a second operator's tool would (on MariaDB its
+// reads share the server's information_schema cache with the
+// reproduction's). The wait the timeline confirms and prints is the
+// cancel's own: the attempt table of the reproduction's database, PRIMARY,
+// record 300, waited for by session B.
+func TestReproConfirmsItsOwnWaitWithAnotherDatabase(t *testing.T) {
+	for _, srv := range servers() {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+			defer stop()
+			dsn, otherDSN := srv.dsn(t), srv.dsn(t)
+			db, observer := open(t, dsn), open(t, dsn)
+			other, otherObserver := open(t, otherDSN), open(t, otherDSN)
+			var mine, theirs string
+			require.NoError(t, db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&mine))
+			require.NoError(t, other.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&theirs))
+			require.NotEqual(t, mine, theirs)
+			var port, otherPort int
+			require.NoError(t, db.QueryRowContext(ctx, "SELECT @@port").Scan(&port))
+			require.NoError(t, other.QueryRowContext(ctx, "SELECT @@port").Scan(&otherPort))
+			require.Equal(t, port, otherPort, "both databases are on one server")
+			f, err := lockview.Detect(ctx, db)
+			require.NoError(t, err)
+
+			// The other database's wait: a session holds held.1, another
+			// waits for it.
+			for _, q := range []string{
+				"CREATE TABLE held (id BIGINT PRIMARY KEY, v INT NOT NULL)",
+				"INSERT INTO held VALUES (1, 0)",
+			} {
+				_, err := other.ExecContext(ctx, q)
+				require.NoError(t, err, q)
+			}
+			holder, err := other.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			defer func() { _ = holder.Rollback() }()
+			_, err = holder.ExecContext(ctx, "UPDATE held SET v = 1 WHERE id = 1")
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() {
+				_, err := other.ExecContext(ctx, "UPDATE held SET v = 2 WHERE id = 1")
+				done <- err
+			}()
+			theirWaits, err := lockview.WaitFor(ctx, otherObserver, f, nil, nil)
+			require.NoError(t, err)
+			require.Len(t, theirWaits, 1)
+			require.Equal(t, "`"+theirs+"`.`held`", theirWaits[0].Table)
+
+			// The other database's observer keeps reading while the
+			// reproduction runs.
+			watching, watched := make(chan struct{}), make(chan error, 1)
+			go func() {
+				_, err := lockview.WaitFor(ctx, otherObserver, f, func(lockview.Wait) bool { return false }, func() bool {
+					select {
+					case <-watching:
+						return true
+					default:
+						return false
+					}
+				})
+				watched <- err
+			}()
+
+			cancel, err := attempt.LookupCancel("range-status")
+			require.NoError(t, err)
+			claim, err := attempt.LookupClaim("primary")
+			require.NoError(t, err)
+			res, err := repro.Run(ctx, db, observer, repro.Options{Cancel: cancel, Claim: claim})
+			close(watching)
+			require.NoError(t, err)
+			require.NoError(t, <-watched)
+			var b strings.Builder
+			require.NoError(t, res.WriteText(&b))
+			t.Log("\n" + b.String())
+
+			require.NotNil(t, res.Wait, "the cancel's wait was confirmed")
+			require.Equal(t, "`"+mine+"`.`attempt`", res.Wait.Table)
+			require.Equal(t, "PRIMARY", res.Wait.Index)
+			require.Equal(t, srv.waitMode, res.Wait.Mode)
+			require.Equal(t, "300", res.Wait.Data)
+			require.NotEqual(t, theirWaits[0].WaiterID, res.Wait.WaiterID)
+			require.Contains(t, b.String(), "waits for PRIMARY "+srv.waitMode+" 300 of `"+mine+"`.`attempt` (seen in the server's lock table)")
+			require.NotContains(t, b.String(), theirs)
+			require.NotContains(t, b.String(), "held")
+			require.True(t, res.Deadlock, "the cancel waited for PRIMARY 300 before the claim went on")
+
+			// The other database's wait lasted throughout.
+			again, err := lockview.Waits(ctx, otherObserver, f)
+			require.NoError(t, err)
+			require.Len(t, again, 1)
+			require.Equal(t, theirWaits[0].WaiterID, again[0].WaiterID)
+			require.NoError(t, holder.Rollback())
+			require.NoError(t, <-done)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/lockstep-queue/lockstep"
@@ -64,8 +65,19 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 		}
 		c := a.client(rng)
 		switch p := rng.IntN(100); {
+		case p < 3 || seq == 0 && n == 0: // a burst on one key of the rate-limited queue
+			params, modes := a.rateBurst(rng, n)
+			if params == nil {
+				break
+			}
+			res, err := c.InsertMany(ctx, params)
+			if err != nil {
+				a.unexpected(ctx, "enqueue a rate burst", err)
+				break
+			}
+			l.enqueued(jobIDs(res), modes, 0)
 		case p < 30: // a new run, with or without jobs of its own
-			params, modes := a.batch(rng, rng.IntN(8))
+			params, modes := a.batch(rng, n, rng.IntN(8))
 			run, res, err := c.InsertRun(ctx, fmt.Sprintf("soak-%d-%d", n, seq), nil, params...)
 			if err != nil {
 				a.unexpected(ctx, "create run", err)
@@ -78,7 +90,7 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 			if !ok {
 				break
 			}
-			params, modes := a.batch(rng, 1+rng.IntN(10))
+			params, modes := a.batch(rng, n, 1+rng.IntN(10))
 			for i := range params {
 				params[i].Opts.RunID = runID
 			}
@@ -94,7 +106,7 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 				l.enqueued(jobIDs(res), modes, runID)
 			}
 		default: // loose jobs
-			params, modes := a.batch(rng, 1+rng.IntN(15))
+			params, modes := a.batch(rng, n, 1+rng.IntN(15))
 			res, err := c.InsertMany(ctx, params)
 			if err != nil {
 				a.unexpected(ctx, "enqueue", err)
@@ -108,11 +120,39 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 	}
 }
 
-func (a *actors) batch(rng *rand.Rand, n int) ([]lockstep.InsertManyParams, []Mode) {
+// batch makes n jobs of the mix for enqueuer number enq: in the plain
+// queues, or in a limited one with a limit key.
+func (a *actors) batch(rng *rand.Rand, enq, n int) ([]lockstep.InsertManyParams, []Mode) {
 	params := make([]lockstep.InsertManyParams, n)
 	modes := make([]Mode, n)
 	for i := range params {
 		args, opts := randomJob(rng, a.s.queues)
+		if q := a.s.pickLimited(rng); q != nil {
+			opts.Queue, opts.LimitKey = q.name, q.key(rng, enq)
+		}
+		params[i] = lockstep.InsertManyParams{Args: args, Opts: &opts}
+		modes[i] = args.Mode
+	}
+	return params, modes
+}
+
+// rateBurst makes more jobs with one key of the rate-limited queue than its
+// rate admits in a period, all available at once: whatever the load, a
+// claim meets a key whose window is spent and must defer the rest (a soak
+// whose claims happened to stay below the rate would not prove the
+// deferral). Nil while that queue's backlog is full.
+func (a *actors) rateBurst(rng *rand.Rand, enq int) ([]lockstep.InsertManyParams, []Mode) {
+	q := a.s.limitedQueue(queueRate)
+	if q == nil || q.open.Load() >= int64(q.backlog) {
+		return nil, nil
+	}
+	key := q.key(rng, enq)
+	n := 3 * rateLimit
+	params := make([]lockstep.InsertManyParams, n)
+	modes := make([]Mode, n)
+	for i := range params {
+		args, opts := randomJob(rng, a.s.queues)
+		opts.Queue, opts.LimitKey = q.name, key
 		params[i] = lockstep.InsertManyParams{Args: args, Opts: &opts}
 		modes[i] = args.Mode
 	}
@@ -131,14 +171,25 @@ func (a *actors) canceller(ctx context.Context, rng *rand.Rand) {
 				continue
 			}
 			l.cancelRunTried(runID)
-			if _, err := c.CancelRun(ctx, runID); err != nil {
+			_, err := c.CancelRun(ctx, runID)
+			if errors.Is(err, lockstep.ErrRunFinished) {
+				l.cancelRunRefused(runID)
+				continue
+			}
+			if err != nil {
 				a.unexpected(ctx, fmt.Sprintf("cancel run %d", runID), err)
 				continue
 			}
 			l.cancelRunDone(runID, time.Now())
 			continue
 		}
-		// A burst: several jobs at once hit more of them while running.
+		// A burst: several jobs at once hit more of them while running;
+		// every other one as an operator's bulk cancel of the ids
+		// selected, after its preview.
+		if rng.IntN(2) == 0 {
+			a.bulkCancel(ctx, rng, c)
+			continue
+		}
 		for range 1 + rng.IntN(4) {
 			id, ok := l.pickRecent(rng.IntN)
 			if !ok {
@@ -157,13 +208,96 @@ func (a *actors) canceller(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
+// bulkCancel cancels a few recent jobs as one bulk action (one batch:
+// job.bulk_refs, then job.cancel_many by primary key ascending, the
+// single-job path for steps with dependents, releases after the commit),
+// preceded by the preview of a filter over one of the plain queues
+// (job.id_bounds, job.match_count windows).
+func (a *actors) bulkCancel(ctx context.Context, rng *rand.Rand, c *lockstep.Client) {
+	l := a.s.ledger
+	var ids []int64
+	for range 1 + rng.IntN(6) {
+		id, ok := l.pickRecent(rng.IntN)
+		if !ok {
+			break
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	queue := a.s.queues[rng.IntN(len(a.s.queues))]
+	if _, err := c.BulkCount(ctx, lockstep.BulkCancel, lockstep.JobFilter{Queue: queue}); err != nil {
+		a.unexpected(ctx, "bulk cancel preview of "+queue, err)
+		return
+	}
+	l.bulkPreviewed()
+	for _, id := range ids {
+		l.cancelJobTried(id)
+	}
+	res, err := c.Bulk(ctx, lockstep.BulkParams{Action: lockstep.BulkCancel, IDs: ids})
+	if err != nil {
+		a.unexpected(ctx, fmt.Sprintf("bulk cancel %v", ids), err)
+		return
+	}
+	l.bulkDone(res.Batches)
+	if res.Changed == len(sortedUnique(ids)) {
+		for _, id := range ids {
+			l.cancelJobApplied(id)
+		}
+	}
+}
+
+func sortedUnique(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// settings changes a plain queue's shared settings under the load: a cap
+// on its workers, then its settings row removed (queues remove), so that
+// queue.set_max_workers and queue.delete meet the claims, finishes and
+// reaps of every process. The limited queues keep theirs: removing their
+// limits mid-soak would rightly break the limits the sampler checks.
+func (a *actors) settings(ctx context.Context, rng *rand.Rand) {
+	l := a.s.ledger
+	for a.pause(time.Duration(200+rng.IntN(400)) * time.Millisecond) {
+		c := a.client(rng)
+		queue := a.s.queues[rng.IntN(len(a.s.queues))]
+		if err := c.SetQueueMaxWorkers(ctx, queue, 1+rng.IntN(3)); err != nil {
+			a.unexpected(ctx, "set max workers of "+queue, err)
+			continue
+		}
+		if !a.pause(time.Duration(50+rng.IntN(200)) * time.Millisecond) {
+			return
+		}
+		removed, err := c.RemoveQueueSettings(ctx, queue)
+		switch {
+		case err != nil:
+			a.unexpected(ctx, "remove settings of "+queue, err)
+		case removed:
+			l.settingsRemoved()
+		}
+	}
+}
+
 // deadWorker claims jobs straight from the executor, as a worker would,
 // and abandons them: it never heartbeats, so the clients' reapers must
 // return them. Later it tries the finish the dead worker would have sent,
 // fenced on the attempt it claimed, once the job has moved on.
 func (a *actors) deadWorker(ctx context.Context, rng *rand.Rand, d *deadWorker) {
 	for a.pause(time.Duration(150+rng.IntN(250)) * time.Millisecond) {
-		jobs, err := d.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: a.s.queues[rng.IntN(len(a.s.queues))], Max: 1 + rng.IntN(2)})
+		// A busy or deadlocked claim is tried again at once, with backoff,
+		// as a worker's would be (RetryTx): on SQLite under a loaded
+		// machine every round's single try could otherwise be turned away.
+		jobs, err := a.deadClaim(ctx, rng, d)
+		for try := 1; try < 5 && err != nil && d.drv.ClassifyError(err).Retryable(); try++ {
+			a.s.ledger.onRetry("dead worker claim", err)
+			if !a.pause(time.Duration(10*try) * time.Millisecond) {
+				return
+			}
+			jobs, err = a.deadClaim(ctx, rng, d)
+		}
 		switch {
 		case err != nil && d.drv.ClassifyError(err).Retryable():
 			a.s.ledger.onRetry("dead worker claim", err)
@@ -172,13 +306,45 @@ func (a *actors) deadWorker(ctx context.Context, rng *rand.Rand, d *deadWorker) 
 		default:
 			a.s.ledger.deadClaimed(jobs)
 			for _, j := range jobs {
-				d.abandoned = append(d.abandoned, ref{j.ID, j.Attempts})
+				d.abandoned = append(d.abandoned, abandoned{ref{j.ID, j.Attempts}, j.Queue, j.LimitKey})
 			}
 		}
-		if err := d.staleFinishes(ctx, rng, false); err != nil {
+		// A stale finish the database turned away as busy or deadlocked
+		// keeps its job in the list, so the next round sends it again, as
+		// a worker's retry would.
+		switch err := d.staleFinishes(ctx, rng, false); {
+		case err != nil && d.drv.ClassifyError(err).Retryable():
+			a.s.ledger.onRetry("dead worker stale finish", err)
+		case err != nil:
 			a.unexpected(ctx, "dead worker stale finish", err)
 		}
 	}
+}
+
+// deadClaim claims like a worker process that is about to die: from a
+// plain queue, or from a limited one as its clients do (JobClaimLimited,
+// counting cancelled jobs' slots for ReapAfter), so that its abandoned
+// jobs hold their keys' and queue's slots until they are reaped.
+func (a *actors) deadClaim(ctx context.Context, rng *rand.Rand, d *deadWorker) ([]*rowtype.JobRow, error) {
+	n := 1 + rng.IntN(2)
+	i := rng.IntN(len(a.s.queues) + len(a.s.limited))
+	if i < len(a.s.queues) {
+		return d.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: a.s.queues[i], Max: n})
+	}
+	q := a.s.limited[i-len(a.s.queues)]
+	c, err := d.exec.JobClaimLimited(ctx, &driver.JobClaimParams{Queue: q.name, Max: n, Limits: q.limits, Grace: a.s.cfg.ReapAfter})
+	if c == nil {
+		return nil, err
+	}
+	// The claim committed; its release of keys, or the creation of keys'
+	// rows, after it failed: its jobs are claimed all the same.
+	switch {
+	case err != nil && d.drv.ClassifyError(err).Retryable():
+		a.s.ledger.onRetry("dead worker claim: after its commit", err)
+	case err != nil:
+		a.unexpected(ctx, "dead worker claim: after its commit", err)
+	}
+	return c.Jobs, nil
 }
 
 // deadWorker is the dead-worker simulator's state; one goroutine owns it.
@@ -186,7 +352,13 @@ type deadWorker struct {
 	drv       driver.Driver
 	exec      driver.Executor
 	ledger    *ledger
-	abandoned []ref // claims not yet finished late or let go
+	abandoned []abandoned // claims not yet finished late or let go
+}
+
+// abandoned is a claim the dead worker abandoned.
+type abandoned struct {
+	ref
+	queue, key string
 }
 
 // staleFinishes looks at the abandoned claims and, for those that have
@@ -197,7 +369,8 @@ type deadWorker struct {
 // unfinished; with all it finishes every one.
 func (d *deadWorker) staleFinishes(ctx context.Context, rng *rand.Rand, all bool) error {
 	keep := d.abandoned[:0]
-	for i, r := range d.abandoned {
+	for i, ab := range d.abandoned {
+		r := ab.ref
 		if !all && i >= 4 {
 			keep = append(keep, d.abandoned[i:]...)
 			break
@@ -209,13 +382,13 @@ func (d *deadWorker) staleFinishes(ctx context.Context, rng *rand.Rand, all bool
 			return err
 		}
 		if j.Status == rowtype.StatusRunning && j.Attempts == r.attempt {
-			keep = append(keep, r) // not reaped yet
+			keep = append(keep, ab) // not reaped yet
 			continue
 		}
 		if !all && rng.IntN(3) == 0 {
 			continue // a dead worker that never comes back
 		}
-		p := &driver.JobFinishParams{ID: r.id, Attempt: r.attempt}
+		p := &driver.JobFinishParams{ID: r.id, Attempt: r.attempt, Queue: ab.queue, LimitKey: ab.key}
 		switch rng.IntN(4) {
 		case 0:
 			p.Status = rowtype.StatusDone

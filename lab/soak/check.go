@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstep-queue/lockstep/internal/statusaudit"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -29,11 +30,13 @@ const (
 	stepPromote  // WAITING → PENDING: its last dependency ended
 	stepRetryJob // FAILED → PENDING: RetryJob
 	stepRevive   // CANCELLED → WAITING or PENDING: a retry brought it back
+	stepBlock    // PENDING → BLOCKED: a claim found its key at its limit, or its sequence busy
+	stepUnblock  // BLOCKED → PENDING: a release found its key with room
 )
 
 func (k step) String() string {
 	return [...]string{"an illegal change", "claim", "done", "retry", "snooze", "reap", "failed", "reap to FAILED", "cancel",
-		"wait", "promotion", "RetryJob", "revival"}[k]
+		"wait", "promotion", "RetryJob", "revival", "block", "release"}[k]
 }
 
 func stepOf(t transition) step {
@@ -41,8 +44,13 @@ func stepOf(t transition) step {
 	switch {
 	case t.From == rowtype.StatusPending && t.To == rowtype.StatusRunning:
 		return stepClaim
-	case (t.From == rowtype.StatusPending || t.From == rowtype.StatusRunning || t.From == rowtype.StatusWaiting) && t.To == rowtype.StatusCancelled:
+	case (t.From == rowtype.StatusPending || t.From == rowtype.StatusRunning || t.From == rowtype.StatusWaiting || t.From == rowtype.StatusBlocked) &&
+		t.To == rowtype.StatusCancelled:
 		return stepCancel
+	case t.From == rowtype.StatusPending && t.To == rowtype.StatusBlocked:
+		return stepBlock
+	case t.From == rowtype.StatusBlocked && t.To == rowtype.StatusPending:
+		return stepUnblock
 	case t.From == rowtype.StatusPending && t.To == rowtype.StatusWaiting && t.Attempts == 0:
 		return stepWait
 	case t.From == rowtype.StatusWaiting && t.To == rowtype.StatusPending:
@@ -108,8 +116,13 @@ func (s *soak) check(res *Result, jobs []*rowtype.JobRow, audit map[int64][]tran
 		if _, ok := l.jobs[j.ID]; !ok {
 			c.problem("job %d is in the table, but the soak never enqueued it", j.ID)
 		}
+		// The last claim of every job was a registered process of the
+		// soak's (the dead worker's direct claims name none: NULL).
+		if _, ok := l.processes[j.ClaimedBy]; j.ClaimedBy != "" && !ok {
+			c.problem("job %d's claimed_by %q names no process the soak's clients registered", j.ID, j.ClaimedBy)
+		}
 		c.walk(j, audit[j.ID])
-		c.final(j)
+		c.final(j, audit[j.ID])
 	}
 	for id := range l.jobs {
 		if final[id] == nil {
@@ -123,10 +136,16 @@ func (s *soak) check(res *Result, jobs []*rowtype.JobRow, audit map[int64][]tran
 		}
 	}
 	c.crossCheck()
+	c.historyCheck(s.history, final)
 	c.flows(final, audit, callbacks)
+	res.Limited = c.limitChecks(s, final, audit)
 
 	res.JobsEnqueued = len(l.jobs)
 	res.RunsCreated, res.RunsCancelled, res.EnqueueRefused = len(l.runs), l.runsCancelled, l.enqueueRefused
+	res.RunCancelsRefused = l.runCancelsRefused
+	res.SettingsRemovals = l.settingsRemovals
+	res.BulkBatches, res.BulkPreviews = l.bulkBatches, l.bulkPreviews
+	res.Processes, res.ClaimsNamed = len(l.processes), l.claimsNamed
 	res.JobCancelsRequested, res.JobCancelsApplied = len(l.jobCancelTried), len(l.jobCancelApplied)
 	res.Executions = l.execCount
 	if secs := (res.Load + res.Drain).Seconds(); secs > 0 {
@@ -176,6 +195,11 @@ func (c *checker) walk(j *rowtype.JobRow, trs []transition) {
 		case terminal(t.From):
 			left = true
 		}
+		if t.Seq > 0 { // not the insert of a WAITING job (insertedWaiting)
+			if p := statusaudit.TimesProblem(t); p != "" {
+				c.problem("job %d: audit seq %d: %s", j.ID, t.Seq, p)
+			}
+		}
 		switch k {
 		case stepIllegal:
 			c.problem("job %d: audit seq %d is an illegal change %s→%s (errored %t, snoozed %t, last error %q)",
@@ -221,14 +245,43 @@ func (c *checker) count(k step, t transition) {
 		c.res.Reaps++
 		c.res.ReapsToFailed++
 	case stepCancel:
-		if t.From == rowtype.StatusRunning {
+		switch t.From {
+		case rowtype.StatusRunning:
 			c.res.CancelledRunning++
+		case rowtype.StatusBlocked:
+			c.res.BlockedCancelled++
 		}
+	case stepBlock:
+		c.res.Blocks++
+	case stepUnblock:
+		c.res.Unblocks++
 	}
 }
 
-// final checks a job's last status against what explains it.
-func (c *checker) final(j *rowtype.JobRow) {
+// final checks a job's last status against what explains it, and its
+// finished_at: set on every final job but one cancelled while RUNNING,
+// which keeps its slot until its worker returns (job.release sets it). A
+// dead worker never returns; a pool's worker does, and its return must
+// have recorded it (and, in a limited queue, freed the slot).
+func (c *checker) final(j *rowtype.JobRow, trs []transition) {
+	if j.Status.Final() && j.FinishedAt.IsZero() {
+		var cancel transition
+		for _, t := range trs {
+			if t.To == j.Status {
+				cancel = t
+			}
+		}
+		r := ref{j.ID, j.Attempts}
+		switch {
+		case j.Status != rowtype.StatusCancelled || cancel.From != rowtype.StatusRunning:
+			c.problem("job %d is %s (from %s), but its finished_at is not set", j.ID, j.Status, cancel.From)
+		case c.l.deadClaims[r]:
+			// Its worker died: the slot is free once its heartbeat is stale.
+		default:
+			c.problem("job %d was cancelled while RUNNING in queue %s and its worker returned (ledger: %+v), but finished_at is unset: its slot was never released",
+				j.ID, j.Queue, c.l.execs[r])
+		}
+	}
 	note := c.l.jobs[j.ID]
 	switch j.Status {
 	case rowtype.StatusDone:

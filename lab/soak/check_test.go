@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-queue/lockstep/rowtype"
 
@@ -29,6 +30,9 @@ const (
 	cancelled = rowtype.StatusCancelled
 )
 
+// at is every time the fixture's rows and changes carry.
+var at = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
 func newFixture() *fixture {
 	s := newSoak(Config{Logger: slog.New(slog.DiscardHandler)})
 	l := s.ledger
@@ -41,18 +45,21 @@ func newFixture() *fixture {
 	l.staleFinish(ref{2, 1}, done, false)
 	l.cancelJobTried(3)
 	l.cancelJobApplied(3)
-	reap := transition{From: running, To: pending, Attempts: 1, Errored: true, LastError: reapMarker + ": no heartbeat for over 3s"}
+	reap := transition{Seq: 4, From: running, To: pending, Attempts: 1, Errored: true, LastError: reapMarker + ": no heartbeat for over 3s"}
+	claim := func(seq int64, attempt int) transition {
+		return transition{Seq: seq, From: pending, To: running, Attempts: attempt, StartedAt: at, ChangedAt: at}
+	}
 	return &fixture{
 		s: s,
 		jobs: []*rowtype.JobRow{
-			{ID: 1, Status: done, Attempts: 1},
-			{ID: 2, Status: done, Attempts: 2},
-			{ID: 3, Status: cancelled, Attempts: 0},
+			{ID: 1, Status: done, Attempts: 1, FinishedAt: at},
+			{ID: 2, Status: done, Attempts: 2, FinishedAt: at},
+			{ID: 3, Status: cancelled, Attempts: 0, FinishedAt: at},
 		},
 		audit: map[int64][]transition{
-			1: {{From: pending, To: running, Attempts: 1}, {From: running, To: done, Attempts: 1}},
-			2: {{From: pending, To: running, Attempts: 1}, reap, {From: pending, To: running, Attempts: 2}, {From: running, To: done, Attempts: 2}},
-			3: {{From: pending, To: cancelled}},
+			1: {claim(1, 1), {Seq: 2, From: running, To: done, Attempts: 1, StartedAt: at, FinishedAt: at}},
+			2: {claim(3, 1), reap, claim(5, 2), {Seq: 6, From: running, To: done, Attempts: 2, StartedAt: at, FinishedAt: at}},
+			3: {{Seq: 7, From: pending, To: cancelled, FinishedAt: at}},
 		},
 		before: deadlockReading{counted: true, value: 5},
 		after:  deadlockReading{counted: true, value: 5},

@@ -113,6 +113,16 @@ func (a *actors) flowRunParams(rng *rand.Rand) ([]lockstep.InsertManyParams, []*
 			Args: args, Key: key(i),
 			Opts: &lockstep.InsertOpts{Queue: a.s.queues[rng.IntN(len(a.s.queues))], Priority: rng.IntN(3) - 1, MaxAttempts: jobMaxAttempts},
 		}
+		// Some steps in the global and the per-key limited queues: a
+		// promotion makes them PENDING, the claim may block them. (Not in
+		// a sequence: a revival would bring back a job behind later ones.)
+		switch q := rng.IntN(100); {
+		case q < 8:
+			p.Opts.Queue = queueGlobal
+		case q < 16:
+			lq := a.s.limitedQueue(queueKeyed)
+			p.Opts.Queue, p.Opts.LimitKey = lq.name, lq.key(rng, 0)
+		}
 		note := &flowJob{fail: args.Fail, runAnyway: runAnyway}
 		if len(n.deps) > 0 {
 			switch q := rng.IntN(100); {
@@ -214,7 +224,7 @@ func (a *actors) flowRetrier(ctx context.Context, rng *rand.Rand) {
 				continue
 			}
 			l.flowRetryTried(id)
-			ok, err := a.client(rng).RetryJob(ctx, id)
+			ok, err := a.retryOne(ctx, rng, id)
 			switch {
 			case errors.Is(err, lockstep.ErrRunCancelled):
 				l.flowRetried(id, false, true)
@@ -243,7 +253,11 @@ func (a *actors) flowCanceller(ctx context.Context, rng *rand.Rand) {
 				continue
 			}
 			l.cancelRunTried(runID)
-			if _, err := c.CancelRun(ctx, runID); err != nil {
+			_, err := c.CancelRun(ctx, runID)
+			switch {
+			case errors.Is(err, lockstep.ErrRunFinished):
+				l.cancelRunRefused(runID)
+			case err != nil:
 				a.unexpected(ctx, fmt.Sprintf("cancel workflow run %d", runID), err)
 			}
 			continue
@@ -264,4 +278,22 @@ func (a *actors) flowCanceller(ctx context.Context, rng *rand.Rand) {
 			}
 		}
 	}
+}
+
+// retryOne retries a FAILED step by RetryJob or, every other time, as an
+// operator's bulk retry of the one job selected (job.bulk_refs; the run
+// row shared, then job.retry_many; or RetryJob's path for a step with
+// dependents). A bulk retry does not tell a cancelled run from a job that
+// is not FAILED (yet): both are skipped, and the step is offered again.
+func (a *actors) retryOne(ctx context.Context, rng *rand.Rand, id int64) (bool, error) {
+	c := a.client(rng)
+	if rng.IntN(2) == 0 {
+		return c.RetryJob(ctx, id)
+	}
+	res, err := c.Bulk(ctx, lockstep.BulkParams{Action: lockstep.BulkRetry, IDs: []int64{id}})
+	if err != nil {
+		return false, err
+	}
+	a.s.ledger.bulkDone(res.Batches)
+	return res.Changed == 1, nil
 }

@@ -177,16 +177,20 @@ func (l *ledger) pickFlowJob(pick func(n int) int) (int64, bool) {
 
 func (l *ledger) onFlowEvent(e lockstep.Event) {
 	switch e.Kind {
-	case lockstep.EventPromoted, lockstep.EventCallback:
+	case lockstep.EventPromoted, lockstep.EventCallback, lockstep.EventLimited:
 	default:
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e.Kind == lockstep.EventPromoted {
+	switch e.Kind {
+	case lockstep.EventPromoted:
 		l.flow.promotionEvents += e.Count
-	} else {
+	case lockstep.EventCallback:
 		l.flow.callbackEvents += e.Count
+	case lockstep.EventLimited:
+		l.limitBlockedEvents += e.Count
+		l.limitDeferred += e.Deferred
 	}
 }
 

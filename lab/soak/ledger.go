@@ -22,10 +22,13 @@ type jobNote struct {
 	runID int64
 }
 
-// execNote is one execution a worker performed.
+// execNote is one execution a worker performed: by which pool, what its
+// worker returned, and when it began and ended by the soak's clock (one
+// process, one clock: the limited queues' overlaps are measured on it).
 type execNote struct {
-	pool    int
-	outcome string
+	pool       int
+	outcome    string
+	start, end time.Time
 }
 
 // Execution outcomes, as the worker returned them (whether the fenced
@@ -62,6 +65,22 @@ type ledger struct {
 	runs           []int64
 	lastCancelled  []int64 // the latest runs cancelled, newest last
 	runCancelTried map[int64]bool
+	// runCancelsRefused counts cancels of runs that had finished.
+	runCancelsRefused int
+	// settingsRemovals counts queue settings rows the settings actor
+	// removed.
+	settingsRemovals int
+	// bulkBatches counts the bulk actions' batches the actors wrote
+	// (cancels of recent jobs, retries of FAILED workflow steps), and
+	// bulkPreviews the previews counted.
+	bulkBatches, bulkPreviews int
+	// processes are the process ids the pools' clients registered at each
+	// Start, with the pool; processOf is each pool's current one.
+	processes map[string]int
+	processOf map[int]string
+	// claimsNamed counts executions whose job's claimed_by named the
+	// executing pool's registered process.
+	claimsNamed    int
 	runCancelDone  map[int64]time.Time
 	runsCancelled  int
 	enqueueRefused int // into a run already cancelled
@@ -77,6 +96,14 @@ type ledger struct {
 
 	flow flowBook // workflows (flow_ledger.go)
 
+	// limitBlockedEvents and limitDeferred: what the clients' EventLimited
+	// reported (jobs blocked, jobs deferred by a rate limit).
+	limitBlockedEvents, limitDeferred int
+
+	// historyEvents: per queue, the written finishes the pools reported
+	// (history.go), which their history flushes must add up to.
+	historyEvents map[string]rowtype.HistoryRow
+
 	problems     []string
 	problemCount int
 }
@@ -90,7 +117,7 @@ func newLedger() *ledger {
 		runCancelTried: map[int64]bool{}, runCancelDone: map[int64]time.Time{},
 		jobCancelTried: map[int64]bool{}, jobCancelApplied: map[int64]bool{},
 		deadClaims: map[ref]bool{}, retried: map[retryKey]int{},
-		flow: newFlowBook(),
+		flow: newFlowBook(), historyEvents: map[string]rowtype.HistoryRow{},
 	}
 }
 
@@ -171,6 +198,65 @@ func (l *ledger) cancelRunTried(id int64) {
 	l.runCancelTried[id] = true
 }
 
+func (l *ledger) bulkDone(batches int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bulkBatches += batches
+}
+
+func (l *ledger) bulkPreviewed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bulkPreviews++
+}
+
+// registered records the process a pool's client registered at Start.
+func (l *ledger) registered(pool int, id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.processes == nil {
+		l.processes, l.processOf = map[string]int{}, map[int]string{}
+	}
+	if id == "" {
+		l.problemLocked(fmt.Sprintf("pool %d's client started without a process id", pool))
+		return
+	}
+	if prev, dup := l.processes[id]; dup {
+		l.problemLocked(fmt.Sprintf("process id %s registered twice (pools %d and %d)", id, prev, pool))
+	}
+	l.processes[id], l.processOf[pool] = pool, id
+}
+
+// claimedBy checks, as a pool's worker starts a job, that the claim named
+// the pool's process registered at the time.
+func (l *ledger) claimedBy(id int64, attempt, pool int, by string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if want := l.processOf[pool]; by != want {
+		l.problemLocked(fmt.Sprintf("job %d attempt %d runs in pool %d (process %q) but its claimed_by is %q", id, attempt, pool, want, by))
+		return
+	}
+	l.claimsNamed++
+}
+
+func (l *ledger) settingsRemoved() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settingsRemovals++
+}
+
+// cancelRunRefused records a cancel refused because every job of the run
+// had ended (lockstep.ErrRunFinished): it was rolled back, so the run was
+// never cancelled and none of its jobs is CANCELLED by it.
+func (l *ledger) cancelRunRefused(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, done := l.runCancelDone[id]; !done {
+		delete(l.runCancelTried, id)
+	}
+	l.runCancelsRefused++
+}
+
 func (l *ledger) cancelRunDone(id int64, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -222,7 +308,7 @@ func (l *ledger) beginExec(id int64, attempt, pool int) (first bool) {
 	if prev, dup := l.execs[r]; dup {
 		l.problemLocked(fmt.Sprintf("job %d attempt %d executed twice (pools %d and %d)", id, attempt, prev.pool, pool))
 	}
-	l.execs[r] = execNote{pool: pool}
+	l.execs[r] = execNote{pool: pool, start: time.Now()}
 	l.execCount++
 	first = !l.executed[id]
 	l.executed[id] = true
@@ -234,7 +320,7 @@ func (l *ledger) endExec(id int64, attempt int, outcome string) {
 	defer l.mu.Unlock()
 	r := ref{id, attempt}
 	n := l.execs[r]
-	n.outcome = outcome
+	n.outcome, n.end = outcome, time.Now()
 	l.execs[r] = n
 }
 

@@ -23,6 +23,7 @@ func (s *soak) load(ctx context.Context) error {
 	wg.Go(func() { a.flowCreator(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamFlow))) })
 	wg.Go(func() { a.flowRetrier(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamFlowRetry))) })
 	wg.Go(func() { a.flowCanceller(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamFlowCancel))) })
+	wg.Go(func() { a.settings(ctx, rand.New(rand.NewPCG(s.cfg.Seed, streamSettings))) })
 
 	end := time.NewTimer(s.cfg.Duration)
 	defer end.Stop()
@@ -57,13 +58,17 @@ loop:
 }
 
 func (s *soak) describe(c map[rowtype.JobStatus]int) string {
-	return fmt.Sprintf("waiting %d  pending %d  running %d  done %d  failed %d  cancelled %d  executions %d",
-		c[rowtype.StatusWaiting], c[rowtype.StatusPending], c[rowtype.StatusRunning], c[rowtype.StatusDone], c[rowtype.StatusFailed],
-		c[rowtype.StatusCancelled], s.ledger.executions())
+	s.limitStats.mu.Lock()
+	samples := s.limitStats.samples
+	s.limitStats.mu.Unlock()
+	return fmt.Sprintf("waiting %d  pending %d  blocked %d  running %d  done %d  failed %d  cancelled %d  executions %d  limit samples %d",
+		c[rowtype.StatusWaiting], c[rowtype.StatusPending], c[rowtype.StatusBlocked], c[rowtype.StatusRunning], c[rowtype.StatusDone], c[rowtype.StatusFailed],
+		c[rowtype.StatusCancelled], s.ledger.executions(), samples)
 }
 
-// drain waits until no job is PENDING or RUNNING; false if DrainTimeout
-// passed first, which is itself a failed check.
+// drain waits until no job is PENDING, BLOCKED or RUNNING; false if
+// DrainTimeout passed first, which is itself a failed check (a BLOCKED job
+// that nothing releases is capacity leaked).
 func (s *soak) drain(ctx context.Context) (bool, error) {
 	deadline := time.Now().Add(s.cfg.DrainTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -74,7 +79,7 @@ func (s *soak) drain(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		open := counts[rowtype.StatusPending] + counts[rowtype.StatusRunning]
+		open := counts[rowtype.StatusPending] + counts[rowtype.StatusRunning] + counts[rowtype.StatusBlocked]
 		if time.Since(lastReport) >= s.cfg.ProgressInterval || open == 0 {
 			lastReport = time.Now()
 			s.progress("drain  %s", s.describe(counts))
@@ -83,8 +88,8 @@ func (s *soak) drain(ctx context.Context) (bool, error) {
 			return true, nil
 		}
 		if time.Now().After(deadline) {
-			s.ledger.problem("drain timed out after %s with %d jobs PENDING and %d RUNNING",
-				s.cfg.DrainTimeout, counts[rowtype.StatusPending], counts[rowtype.StatusRunning])
+			s.ledger.problem("drain timed out after %s with %d jobs PENDING, %d BLOCKED and %d RUNNING",
+				s.cfg.DrainTimeout, counts[rowtype.StatusPending], counts[rowtype.StatusBlocked], counts[rowtype.StatusRunning])
 			return false, nil
 		}
 		select {

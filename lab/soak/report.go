@@ -29,10 +29,28 @@ type Result struct {
 	Load  time.Duration `json:"-"`
 	Drain time.Duration `json:"-"`
 
-	RunsCreated    int `json:"runs_created"`
-	RunsCancelled  int `json:"runs_cancelled"`
-	JobsEnqueued   int `json:"jobs_enqueued"`
-	EnqueueRefused int `json:"enqueues_refused_run_cancelled"`
+	RunsCreated   int `json:"runs_created"`
+	RunsCancelled int `json:"runs_cancelled"`
+	// RunCancelsRefused counts cancels refused because the run had
+	// finished (every job ended): rolled back, the run left as it was.
+	RunCancelsRefused int `json:"run_cancels_refused_finished"`
+	// SettingsRemovals counts plain queues' settings rows removed under
+	// the load (after a max-workers cap was set on them).
+	SettingsRemovals int `json:"settings_removals"`
+	// BulkBatches counts bulk actions' batches written under the load
+	// (cancels and retries), BulkPreviews the previews counted.
+	BulkBatches  int `json:"bulk_batches"`
+	BulkPreviews int `json:"bulk_previews"`
+	// Processes counts the process ids the pools' clients registered (one
+	// per Start); ClaimsNamed the executions whose claimed_by named the
+	// executing pool's process.
+	Processes   int `json:"processes_registered"`
+	ClaimsNamed int `json:"claims_naming_their_process"`
+	// HistoryDone is the done count of the history rollup after the drain,
+	// checked per queue against what the pools reported.
+	HistoryDone    int64 `json:"history_done"`
+	JobsEnqueued   int   `json:"jobs_enqueued"`
+	EnqueueRefused int   `json:"enqueues_refused_run_cancelled"`
 
 	Done      int `json:"done"`
 	Failed    int `json:"failed"`
@@ -83,6 +101,25 @@ type Result struct {
 	// RunClosedRefusals: jobs added to a run with callbacks, refused.
 	RunClosedRefusals int `json:"run_closed_refusals"`
 
+	// Limits: Blocks, Unblocks and BlockedCancelled are the audited
+	// PENDING → BLOCKED, BLOCKED → PENDING and BLOCKED → CANCELLED in every
+	// queue; LimitBlockedEvents and LimitDeferred what the clients'
+	// EventLimited reported (jobs blocked, jobs deferred by a rate limit).
+	Blocks             int `json:"blocks"`
+	Unblocks           int `json:"unblocks"`
+	BlockedCancelled   int `json:"blocked_cancelled"`
+	LimitBlockedEvents int `json:"limit_blocked_events"`
+	LimitDeferred      int `json:"limit_deferred"`
+	// LimitSamples: the sampler's readings of the limited queues' RUNNING
+	// jobs (every 100 ms, load and drain); LimitViolations: readings above
+	// a limit (each one is a problem too); LimitSampleErrors: readings that
+	// failed (retried errors).
+	LimitSamples      int `json:"limit_samples"`
+	LimitViolations   int `json:"limit_violations"`
+	LimitSampleErrors int `json:"limit_sample_errors"`
+	// Limited is what each limited queue saw.
+	Limited []LimitedQueue `json:"limited_queues"`
+
 	RetriedErrors []RetriedError `json:"retried_errors"`
 	// Deadlocks is the server's count during the soak; nil where the
 	// database has none (SQLite).
@@ -129,6 +166,8 @@ func (r *Result) Unexercised() []string {
 		{r.StaleFinishesRefused, "refused stale finishes"}, {r.EnqueueRefused, "enqueues refused by a cancelled run"},
 		{r.Promotions, "workflow promotions"}, {r.CallbacksFired, "callbacks fired"}, {r.CancelledByDependency, "cancels by a failed dependency"},
 		{r.WorkflowRetries, "retries of failed workflow steps"}, {r.Revivals, "revivals"}, {r.RunClosedRefusals, "jobs refused by a run with callbacks"},
+		{r.LimitSamples, "limit samples"}, {r.Blocks, "jobs blocked by a limit"}, {r.Unblocks, "blocked jobs released"},
+		{r.LimitDeferred, "starts deferred by a rate limit"},
 	} {
 		if c.n == 0 {
 			out = append(out, c.what)
@@ -153,10 +192,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "lockstep soak: %s %s, isolation %s (sessions %s), seed %d\n", r.Dialect, r.Server, r.Isolation, r.SessionIsolation, r.Seed)
 	row("duration", "%s load + %s drain", r.Load.Round(100*time.Millisecond), r.Drain.Round(100*time.Millisecond))
 	row("pools", "%d × %d workers on each of %d queues", r.Pools, r.Workers, r.Queues)
-	row("runs", "%d created, %d cancelled", r.RunsCreated, r.RunsCancelled)
+	row("runs", "%d created, %d cancelled (%d more cancels refused: run finished)", r.RunsCreated, r.RunsCancelled, r.RunCancelsRefused)
+	row("queue settings", "%d max-workers caps removed (queue.delete)", r.SettingsRemovals)
+	row("bulk actions", "%d batches written, %d previews counted", r.BulkBatches, r.BulkPreviews)
 	row("jobs enqueued", "%d (%d more refused: run cancelled)", r.JobsEnqueued, r.EnqueueRefused)
 	row("jobs finished", "%d DONE, %d FAILED, %d CANCELLED", r.Done, r.Failed, r.Cancelled)
+	row("history", "%d done in the rollup, as the pools reported per queue", r.HistoryDone)
 	row("executions", "%d (%.1f/s), %d claims", r.Executions, r.ExecutionsPerSecond, r.Claims)
+	row("processes", "%d registered; %d executions' claimed_by named their process", r.Processes, r.ClaimsNamed)
 	row("retries", "%d", r.Retries)
 	row("snoozes", "%d", r.Snoozes)
 	row("reaps", "%d (%d to FAILED, %d of live workers)", r.Reaps, r.ReapsToFailed, r.LiveReaps)
@@ -166,6 +209,29 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("promotions", "%d (events: %d promoted, %d callbacks)", r.Promotions, r.PromotionEvents, r.CallbackEvents)
 	row("workflow failures", "%d steps cancelled by a dependency; %d retries (%d refused: run cancelled), %d revivals", r.CancelledByDependency, r.WorkflowRetries, r.WorkflowRetriesRefused, r.Revivals)
 	row("closed runs", "%d jobs added to a run with callbacks, refused", r.RunClosedRefusals)
+	row("limits", "%d blocked, %d released, %d cancelled while blocked; %d deferred by a rate (events: %d blocked)",
+		r.Blocks, r.Unblocks, r.BlockedCancelled, r.LimitDeferred, r.LimitBlockedEvents)
+	row("limit samples", "%d (%d above a limit, %d failed)", r.LimitSamples, r.LimitViolations, r.LimitSampleErrors)
+	for _, q := range r.Limited {
+		seen := fmt.Sprintf("most RUNNING %d", q.MaxRunning)
+		if q.MaxKeyRunning > 0 {
+			seen += fmt.Sprintf(", with one key %d", q.MaxKeyRunning)
+		}
+		if q.MaxOverlap > 0 {
+			seen += fmt.Sprintf("; most executions at once %d", q.MaxOverlap)
+			if q.MaxKeyRunning > 0 {
+				seen += " (one key's)"
+			}
+		}
+		if q.SamplesAtLimit > 0 {
+			seen += fmt.Sprintf("; %d samples at the limit", q.SamplesAtLimit)
+		}
+		if q.MaxStartsPerPeriod > 0 {
+			seen += fmt.Sprintf("; most starts of a key in a period %d", q.MaxStartsPerPeriod)
+		}
+		row("  "+q.Queue, "%s: %d jobs (%d DONE, %d FAILED, %d CANCELLED), %d executions, %d blocks, %d releases, %d reaps, %d cancelled running; %s",
+			q.Limits, q.Jobs, q.Done, q.Failed, q.Cancelled, q.Executions, q.Blocks, q.Unblocks, q.Reaps, q.CancelledRunning, seen)
+	}
 	row("retried db errors", "%s", retriedText(r.RetriedErrors))
 	if r.Deadlocks != nil {
 		row("server deadlocks", "%d (%s)", *r.Deadlocks, r.DeadlockCounter)

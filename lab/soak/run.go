@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ const (
 	streamFlow
 	streamFlowRetry
 	streamFlowCancel
+	streamSettings
 )
 
 const (
@@ -45,15 +47,21 @@ type pool struct {
 // it returned early.
 type soak struct {
 	cfg    Config
-	queues []string
-	ledger *ledger
-	logs   *logCounter
-	logger *slog.Logger
+	queues []string // the plain queues
+	// limited are the limited queues (limits.go), limitStats what their
+	// sampler saw.
+	limited    []*limitedQueue
+	limitStats *limitStats
+	ledger     *ledger
+	logs       *logCounter
+	logger     *slog.Logger
 
 	own    driver.Driver
 	client *lockstep.Client // enqueue-only, on own
-	pools  []*pool
-	dead   *deadWorker
+	// history is the rollup per queue after the drain (nil: not read).
+	history map[string]rowtype.HistoryRow
+	pools   []*pool
+	dead    *deadWorker
 
 	backlog        atomic.Int64 // PENDING jobs at the last sample
 	auditInstalled bool
@@ -61,7 +69,7 @@ type soak struct {
 }
 
 func newSoak(cfg Config) *soak {
-	s := &soak{cfg: cfg, ledger: newLedger()}
+	s := &soak{cfg: cfg, ledger: newLedger(), limited: newLimitedQueues(), limitStats: newLimitStats()}
 	for i := range cfg.Queues {
 		s.queues = append(s.queues, fmt.Sprintf("soak_%d", i+1))
 	}
@@ -82,13 +90,21 @@ func (s *soak) clientConfig(ws *lockstep.Workers) lockstep.Config {
 		RetryBackoff:      retryBackoff,
 		FinishTimeout:     stopTimeout,
 		OnRetry:           s.ledger.onRetry,
-		OnEvent:           s.ledger.onFlowEvent,
+		OnEvent: func(e lockstep.Event) {
+			s.ledger.onFlowEvent(e)
+			s.ledger.onHistoryEvent(e)
+		},
+		HistoryFlushInterval: historyFlushInterval,
 	}
 	if ws != nil {
 		cfg.Workers = ws
 		cfg.Queues = map[string]lockstep.QueueConfig{}
 		for _, q := range s.queues {
 			cfg.Queues[q] = lockstep.QueueConfig{MaxWorkers: s.cfg.Workers}
+		}
+		for _, q := range s.limited {
+			// Every pool writes the same limits at its Start.
+			cfg.Queues[q.name] = lockstep.QueueConfig{MaxWorkers: s.cfg.Workers, Limits: &q.limits}
 		}
 	}
 	return cfg
@@ -132,8 +148,18 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	s.dead = &deadWorker{drv: s.own, exec: s.own.Executor(), ledger: s.ledger}
-	s.progress("started: %s %s, isolation %s, %d pools × %d workers × %d queues, load for %s",
-		res.Dialect, res.Server, res.Isolation, s.cfg.Pools, s.cfg.Workers, len(s.queues), s.cfg.Duration)
+	s.progress("started: %s %s, isolation %s, %d pools × %d workers × %d queues (and %d limited), load for %s",
+		res.Dialect, res.Server, res.Isolation, s.cfg.Pools, s.cfg.Workers, len(s.queues), len(s.limited), s.cfg.Duration)
+
+	// The limits' sampler watches the load and the drain.
+	stopSampler := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() { s.sampleLimits(ctx, stopSampler) })
+	stopSampling := sync.OnceFunc(func() {
+		close(stopSampler)
+		sampler.Wait()
+	})
+	defer stopSampling()
 
 	loadStart := time.Now()
 	if err := s.load(ctx); err != nil {
@@ -146,6 +172,7 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.Drain = time.Since(drainStart)
+	stopSampling()
 	s.stopPools(!drained)
 
 	// Every job is final now, so every late finish must be refused.
@@ -155,6 +182,13 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 	jobs, err := listJobs(ctx, s.own)
 	if err != nil {
 		return nil, err
+	}
+	// Every pool stopped, and flushed its history at Stop (a pool whose
+	// Stop timed out is a problem already; its counts are not checked).
+	if drained {
+		if s.history, err = s.readHistory(ctx); err != nil {
+			return nil, err
+		}
 	}
 	audit, auditRows, err := readAudit(ctx, s.own)
 	if err != nil {
@@ -234,6 +268,7 @@ func (s *soak) startPool(ctx context.Context, i int, res *Result) error {
 	if err := p.client.Start(ctx); err != nil {
 		return fmt.Errorf("soak: start pool %d: %w", i, err)
 	}
+	s.ledger.registered(i, p.client.ProcessID())
 	p.stopped = false
 	return nil
 }

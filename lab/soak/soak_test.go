@@ -150,6 +150,7 @@ func TestSoak(t *testing.T) {
 			require.Zero(t, res.ProblemCount, "problems: %v", res.Problems)
 			require.Equal(t, res.JobsEnqueued, res.Done+res.Failed+res.Cancelled)
 			require.Equal(t, res.StaleFinishes, res.StaleFinishesRefused)
+			require.Positive(t, res.HistoryDone, "the pools flushed their history")
 
 			// A soak that did nothing proves nothing.
 			floor := int(d.Seconds()) * 5
@@ -159,11 +160,46 @@ func TestSoak(t *testing.T) {
 			require.Positive(t, res.Snoozes, "snoozes")
 			require.Positive(t, res.Reaps, "reaps")
 			require.Positive(t, res.RunsCancelled, "run cancels")
+			require.Positive(t, res.SettingsRemovals, "queue settings removed")
+			require.Positive(t, res.BulkBatches, "bulk batches written")
+			require.Positive(t, res.BulkPreviews, "bulk previews counted")
+			require.Positive(t, res.Processes, "processes registered")
+			require.Positive(t, res.ClaimsNamed, "claims naming their process")
 			require.Positive(t, res.EnqueueRefused, "enqueues into a cancelled run, refused")
 			require.Positive(t, res.JobCancelsApplied, "job cancels")
 			require.Positive(t, res.CancelledRunning, "cancels of running jobs")
 			require.Positive(t, res.DeadClaims, "dead worker claims")
 			require.Positive(t, res.StaleFinishesRefused, "refused stale finishes")
+
+			// The limited queues: sampled throughout, never above a limit,
+			// every limit reached, and the actors' work done there too.
+			require.Zero(t, res.LimitViolations, "samples above a limit")
+			require.Greater(t, res.LimitSamples, int(d/time.Second), "limit samples (one per 100 ms is the aim)")
+			require.Positive(t, res.Blocks, "jobs blocked by a limit")
+			require.Positive(t, res.Unblocks, "blocked jobs released")
+			require.Positive(t, res.LimitDeferred, "starts deferred by a rate limit")
+			reaps, cancelledRunning := 0, 0
+			for _, q := range res.Limited {
+				require.Positive(t, q.Done, "%s: jobs done", q.Queue)
+				if q.Queue != "soak_limit_rate" { // a rate is no concurrency to sample
+					require.Positive(t, q.SamplesAtLimit, "%s: samples at its limit", q.Queue)
+				}
+				reaps += q.Reaps
+				cancelledRunning += q.CancelledRunning
+				switch q.Queue {
+				case "soak_limit_global":
+					require.Equal(t, 3, q.MaxRunning, "the global limit, reached and held")
+					require.LessOrEqual(t, q.MaxOverlap, 3)
+				case "soak_limit_key", "soak_limit_seq":
+					require.Equal(t, 1, q.MaxKeyRunning, "%s: one RUNNING per key", q.Queue)
+					require.Equal(t, 1, q.MaxOverlap, "%s: one execution per key at a time", q.Queue)
+					require.Positive(t, q.Blocks, "%s: blocks", q.Queue)
+				case "soak_limit_rate":
+					require.Equal(t, 5, q.MaxStartsPerPeriod, "%s: the rate, reached and held", q.Queue)
+				}
+			}
+			require.Positive(t, reaps, "reaps in limited queues")
+			require.Positive(t, cancelledRunning, "cancels of running jobs in limited queues")
 		})
 	}
 }

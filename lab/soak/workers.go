@@ -89,6 +89,7 @@ func newWorkers(l *ledger, pool int) (*lockstep.Workers, error) {
 
 func work(ctx context.Context, l *ledger, pool int, j *lockstep.Job[Args]) error {
 	first := l.beginExec(j.ID, j.Attempts, pool)
+	l.claimedBy(j.ID, j.Attempts, pool, j.ClaimedBy)
 	var err error
 	switch j.Args.Mode {
 	case ModeOK:

@@ -63,6 +63,16 @@ type Report struct {
 	// SchemaSource says where column types came from: "dsn", "schema
 	// file" or "" (inferred from the bytes).
 	SchemaSource string `json:"schema_source,omitempty"`
+	// TablesNotFound are the report's tables the schema source was asked
+	// for and does not have (dropped or renamed since the deadlock, or a
+	// schema file without them): their keys are inferred from the bytes,
+	// as with no schema, never read as a table without a primary key.
+	TablesNotFound []string `json:"tables_not_found,omitempty"`
+
+	// lookedIn names the schema source asked, and foundDefs says it had
+	// some of the tables, for the text output.
+	lookedIn  string
+	foundDefs bool
 }
 
 // Transaction is one transaction of a report, numbered as InnoDB numbers

@@ -24,14 +24,63 @@ func (d *detector) indexCols(table, index string, rec *Record) []string {
 	if rec != nil {
 		var out []string
 		for _, f := range rec.KeyFields() {
+			if f.Type == "row_id" {
+				// DB_ROW_ID, InnoDB's hidden row id of a table without a
+				// primary key: no column a statement can name.
+				break
+			}
 			if f.Name == "" {
 				return nil
 			}
 			out = append(out, f.Name)
 		}
+		if len(out) == 0 {
+			return nil
+		}
 		return out
 	}
 	return nil
+}
+
+// hiddenKey: the report shows table clustered by InnoDB's hidden row id
+// (GEN_CLUST_INDEX, whose records and every secondary index's end in
+// DB_ROW_ID): the table has no PRIMARY KEY and no UNIQUE index on NOT NULL
+// columns, so its rows have no key a statement can name, filter or order
+// by. A schema that gives the table such a key now overrules the report:
+// the table gained one since.
+func (d *detector) hiddenKey(table, index string, rec *Record) bool {
+	hidden := strings.EqualFold(index, "GEN_CLUST_INDEX")
+	if rec != nil {
+		for _, f := range rec.Fields {
+			hidden = hidden || f.Type == "row_id"
+		}
+	}
+	if !hidden {
+		return false
+	}
+	tab := d.table(table)
+	return tab == nil || tab.clustered() == nil
+}
+
+// newKey is what a fix calls the key of a table that has none yet.
+const newKey = "the new primary key"
+
+// keyFix is the first step of a fix whose rows have no key to name: the
+// lock is on the hidden clustered index, or the fix's key would be the
+// hidden row id (key, as the fix names it, is newKey or ""). A lock on a
+// secondary index of such a table is named by that index's columns, and
+// needs no new key. DB_ROW_ID is never a key to give: SQL cannot name it.
+func (d *detector) keyFix(table, index string, rec *Record, key string) string {
+	if !d.hiddenKey(table, index, rec) || !isClusteredName(index) && key != newKey && key != "" {
+		return ""
+	}
+	return addKeyFix(table)
+}
+
+// addKeyFix says to give table a primary key: one order of its rows needs
+// a key to order by.
+func addKeyFix(table string) string {
+	return fmt.Sprintf("%s has no PRIMARY KEY: InnoDB clusters and locks its rows by a hidden row id that no statement can name, filter or order by. Give it one first (ALTER TABLE %s ADD PRIMARY KEY (…), on NOT NULL columns that identify a row). ", table, bareTable(table))
 }
 
 // pkCol names the primary key's column(s): from the schema, the field
@@ -39,6 +88,11 @@ func (d *detector) indexCols(table, index string, rec *Record) []string {
 func (d *detector) pkCol(table string, pkRec *Record) string {
 	if cols := d.indexCols(table, "PRIMARY", pkRec); len(cols) > 0 {
 		return strings.Join(cols, ", ")
+	}
+	if d.hiddenKey(table, "", pkRec) {
+		// A statement's column equal to the row id's value is a
+		// coincidence, not the key.
+		return newKey
 	}
 	if pkRec != nil {
 		if kf := pkRec.KeyFields(); len(kf) == 1 {
@@ -126,7 +180,7 @@ func (d *detector) oppositeIndex(s, p *Transaction) *Pattern {
 	secCols := d.indexCols(tbl, sec, secRec)
 	hint, forced := forcedIndex(s.Query)
 	pat.Forced = forced && strings.EqualFold(hint, sec)
-	pat.ByID = isClusteredName(pkIndex) && pk != "the primary key" && !strings.Contains(pk, ",") && namesRowByKey(s.Query, pk) && !pat.Forced
+	pat.ByID = isClusteredName(pkIndex) && pk != "the primary key" && pk != newKey && !strings.Contains(pk, ",") && namesRowByKey(s.Query, pk) && !pat.Forced
 	sh, ph := heldOn(s, tbl, sec), heldOn(p, tbl, pkIndex)
 
 	var b strings.Builder
@@ -166,12 +220,16 @@ func (d *detector) oppositeIndex(s, p *Transaction) *Pattern {
 	row := ""
 	if pat.Row != "" {
 		row = fmt.Sprintf(" (both of the row %s = %s)", pk, pat.Row)
+		if pk == newKey {
+			row = fmt.Sprintf(" (both of the row with hidden row id %s)", pat.Row)
+		}
 	}
 	fmt.Fprintf(&b, "Each holds the record the other waits for%s. %s", row, d.victimText())
 	pat.Explanation = b.String()
 
 	where := whereClause(s.Query)
 	var fix strings.Builder
+	fix.WriteString(d.keyFix(tbl, pkIndex, pkRec, pk))
 	switch {
 	case pat.ByID:
 		fmt.Fprintf(&fix, "Pin (%d) to the primary key: add FORCE INDEX(PRIMARY) to it, so it locks %s's row by %s before %s like (%d), and check with EXPLAIN that key=PRIMARY.", s.Number, tbl, pk, sec, p.Number)
@@ -307,7 +365,11 @@ func (d *detector) oppositeRow(a, b *Transaction) *Pattern {
 	fmt.Fprintf(&e, "Each locked one of the two records first and then needed the other's. %s", d.victimText())
 	pat.Explanation = e.String()
 	key := strings.Join(cols, ", ")
-	if key == "" {
+	noKey := d.keyFix(w.Table, w.Index, firstRecord(w), key)
+	switch {
+	case noKey != "" && key == "":
+		key = newKey
+	case key == "":
 		key = "key of " + w.Index
 	}
 	tables := w.Table
@@ -315,10 +377,15 @@ func (d *detector) oppositeRow(a, b *Transaction) *Pattern {
 		tables = w.Table + " and " + b.Waits.Table
 		pat.Explanation = strings.Replace(pat.Explanation, fmt.Sprintf("Two transactions locked records of %s's index %s in opposite order.", w.Table, w.Index),
 			fmt.Sprintf("Two transactions locked rows of %s in opposite order.", tables), 1)
-		pat.Fix = fmt.Sprintf("Lock the rows of %s in one order in every transaction: always the same table first, and within a table in ascending key order (SELECT … FOR UPDATE the first table's rows before touching the second's).", tables) + retryNote
+		pat.Fix = noKey + fmt.Sprintf("Lock the rows of %s in one order in every transaction: always the same table first, and within a table in ascending key order (SELECT … FOR UPDATE the first table's rows before touching the second's).", tables) + retryNote
 		return pat
 	}
-	pat.Fix = fmt.Sprintf("Lock the rows of %s in one order in every transaction: sort the %s values before the statements that lock them (ascending %s), or lock them all up front with one SELECT … FROM %s WHERE … ORDER BY %s FOR UPDATE before changing any.",
+	if noKey != "" && key == newKey {
+		pat.Fix = noKey + fmt.Sprintf("Then lock the rows of %s in one order in every transaction: sort the new key's values before the statements that lock them (ascending), or lock them all up front with one SELECT … FROM %s WHERE … ORDER BY the new key's columns FOR UPDATE before changing any.",
+			w.Table, bareTable(w.Table)) + retryNote
+		return pat
+	}
+	pat.Fix = noKey + fmt.Sprintf("Lock the rows of %s in one order in every transaction: sort the %s values before the statements that lock them (ascending %s), or lock them all up front with one SELECT … FROM %s WHERE … ORDER BY %s FOR UPDATE before changing any.",
 		w.Table, key, key, bareTable(w.Table), key) + retryNote
 	return pat
 }
@@ -339,7 +406,8 @@ func (d *detector) gapInsert(a, b *Transaction) *Pattern {
 	}
 	fmt.Fprintf(&e, "A gap or next-key lock (taken in REPEATABLE READ by a locking read, UPDATE or DELETE that searched that range, often one that found no row) does not conflict with another one on the same gap, so several transactions can hold one; an insert intention must wait for every gap lock on its gap. %s", d.victimText())
 	pat.Explanation = e.String()
-	pat.Fix = fmt.Sprintf("Do not lock a range of %s's %s %s to check that a row is absent before inserting it: INSERT directly and handle the duplicate-key error (or use INSERT … ON DUPLICATE KEY UPDATE) when %s is unique; or run these transactions at READ COMMITTED, where searches take no gap locks.",
+	pat.Fix = d.keyFix(w.Table, w.Index, firstRecord(w), strings.Join(cols, ", "))
+	pat.Fix += fmt.Sprintf("Do not lock a range of %s's %s %s to check that a row is absent before inserting it: INSERT directly and handle the duplicate-key error (or use INSERT … ON DUPLICATE KEY UPDATE) when %s is unique; or run these transactions at READ COMMITTED, where searches take no gap locks.",
 		w.Table, w.Index, colList(cols, ""), colList(cols, "the key")) + retryNote
 	return pat
 }
@@ -356,7 +424,8 @@ func (d *detector) shareUpgrade(a, b *Transaction, rec *Record) *Pattern {
 	}
 	fmt.Fprintf(&e, "An S lock lets the other S lock in but keeps any X out, so neither can go on. The S locks were taken earlier in each transaction — a SELECT … LOCK IN SHARE MODE / FOR SHARE, or a foreign-key check when a child row was written; the report does not show which. %s", d.victimText())
 	pat.Explanation = e.String()
-	pat.Fix = fmt.Sprintf("Take the exclusive lock first: when a transaction reads a row of %s that it will change, read it with SELECT … FROM %s WHERE %s = … FOR UPDATE instead of FOR SHARE / LOCK IN SHARE MODE; if the S lock comes from inserting child rows, lock the %s row FOR UPDATE before inserting them.",
+	pat.Fix = d.keyFix(w.Table, w.Index, rec, pk)
+	pat.Fix += fmt.Sprintf("Take the exclusive lock first: when a transaction reads a row of %s that it will change, read it with SELECT … FROM %s WHERE %s = … FOR UPDATE instead of FOR SHARE / LOCK IN SHARE MODE; if the S lock comes from inserting child rows, lock the %s row FOR UPDATE before inserting them.",
 		w.Table, bareTable(w.Table), pk, bareTable(w.Table)) + retryNote
 	return pat
 }
@@ -392,7 +461,8 @@ func (d *detector) foreignKey(t *Transaction, l *Lock) *Pattern {
 	}
 	e.WriteString(d.victimText())
 	pat.Explanation = e.String()
-	pat.Fix = fmt.Sprintf("Lock the parent first: in transactions that write %s rows and also change the %s row they point to, SELECT … FROM %s WHERE %s = … FOR UPDATE before writing the children, so every such transaction takes the parent's lock first and in X mode.",
+	pat.Fix = d.keyFix(l.Table, l.Index, firstRecord(l), pk)
+	pat.Fix += fmt.Sprintf("Lock the parent first: in transactions that write %s rows and also change the %s row they point to, SELECT … FROM %s WHERE %s = … FOR UPDATE before writing the children, so every such transaction takes the parent's lock first and in X mode.",
 		child, bareTable(l.Table), bareTable(l.Table), pk) + retryNote
 	return pat
 }
@@ -411,7 +481,8 @@ func (d *detector) foreignKeyUpgrade(a, b *Transaction, rec *Record, child strin
 	}
 	fmt.Fprintf(&e, "The schema has a foreign key from %s to %s: writing to %s checks it by locking the parent row S, which is where these S locks most likely come from (the statements that took them are earlier in each transaction and not in the report). An S lock lets the other S in but keeps any X out, so neither UPDATE can go on. %s", bareTable(child), bareTable(w.Table), bareTable(child), d.victimText())
 	pat.Explanation = e.String()
-	pat.Fix = fmt.Sprintf("Lock the parent first: SELECT … FROM %s WHERE %s = … FOR UPDATE before writing the %s rows, so each transaction takes the %s row's lock in X mode before the foreign-key check would take it in S; or update the %s row before inserting its children.",
+	pat.Fix = d.keyFix(w.Table, w.Index, rec, pk)
+	pat.Fix += fmt.Sprintf("Lock the parent first: SELECT … FROM %s WHERE %s = … FOR UPDATE before writing the %s rows, so each transaction takes the %s row's lock in X mode before the foreign-key check would take it in S; or update the %s row before inserting its children.",
 		bareTable(w.Table), pk, bareTable(child), bareTable(w.Table), bareTable(w.Table)) + retryNote
 	return pat
 }

@@ -17,6 +17,9 @@ const supremumHex = "73757072656d756d"
 func decodeKeys(r *Report, src SchemaSource) error {
 	var errs []error
 	tables := map[string]*Table{}
+	if src != nil {
+		r.lookedIn = src.SourceName()
+	}
 	lookup := func(name string) *Table {
 		if src == nil {
 			return nil
@@ -24,10 +27,16 @@ func decodeKeys(r *Report, src SchemaSource) error {
 		if t, ok := tables[name]; ok {
 			return t
 		}
-		t, err := src.LookupTable(name)
-		if err != nil {
+		t, err := lookupDef(src, name)
+		switch {
+		case err != nil:
 			errs = append(errs, &SchemaError{Table: name, Err: err})
-			t = nil
+		case t == nil:
+			// Said in the output: the user gave a source and should know
+			// why this table's keys are inferred anyway.
+			r.TablesNotFound = append(r.TablesNotFound, name)
+		default:
+			r.foundDefs = true
 		}
 		tables[name] = t
 		return t

@@ -62,7 +62,7 @@ func (d *detector) table(name string) *Table {
 	if t, ok := d.tables[name]; ok {
 		return t
 	}
-	t, err := d.src.LookupTable(name)
+	t, err := lookupDef(d.src, name)
 	if err != nil {
 		t = nil
 	}

@@ -189,6 +189,21 @@ func slotIndex(ss []slot, name string) int {
 	return -1
 }
 
+// lookupDef asks src for a table's definition. One with no columns says
+// nothing about the table (no record decodes by it), so it counts as none:
+// a table the source does not have must be decoded as with no schema, not
+// as a table without a primary key clustered by DB_ROW_ID.
+func lookupDef(src SchemaSource, name string) (*Table, error) {
+	t, err := src.LookupTable(name)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil && len(t.Columns) == 0 {
+		return nil, nil
+	}
+	return t, nil
+}
+
 // ReferenceSource is a SchemaSource that can also list the tables whose
 // foreign keys reference a table: a parent's S lock then has a known cause.
 type ReferenceSource interface {

@@ -21,12 +21,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, wn := range r.Warnings {
 		ew.printf("warning: %s\n", wn)
 	}
-	switch r.SchemaSource {
-	case "":
-		ew.printf("Keys: column types inferred from the bytes (give --schema or --dsn for exact values)\n")
-	default:
-		ew.printf("Keys: column types from the %s\n", r.SchemaSource)
-	}
+	ew.printf("Keys: %s\n", r.keysSource())
 	for _, t := range r.Transactions {
 		victim := ""
 		if t.Number == r.Victim {
@@ -104,6 +99,31 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("\nPattern: not recognised (the locks above do not prove any of the known shapes; no fix is guessed)\n")
 	}
 	return ew.err
+}
+
+// keysSource says where the keys' column types came from and, when a
+// schema source was given, why a table's were inferred all the same.
+func (r *Report) keysSource() string {
+	var missing string
+	if n := len(r.TablesNotFound); n > 0 {
+		missing = "table " + r.TablesNotFound[0] + " was"
+		if n > 1 {
+			missing = "tables " + strings.Join(r.TablesNotFound, ", ") + " were"
+		}
+	}
+	switch {
+	case r.SchemaSource != "" && missing != "":
+		return fmt.Sprintf("column types from the %s; %s not found there (dropped or renamed since the deadlock?), so its keys are inferred from the bytes", r.SchemaSource, missing)
+	case r.SchemaSource != "":
+		return "column types from the " + r.SchemaSource
+	case missing != "":
+		return fmt.Sprintf("column types inferred from the bytes: %s not found in the %s (dropped or renamed since the deadlock?)", missing, r.lookedIn)
+	case r.foundDefs:
+		return fmt.Sprintf("column types inferred from the bytes: the %s's definitions do not match the report's indexes or records (changed since the deadlock?)", r.lookedIn)
+	case r.lookedIn != "":
+		return "column types inferred from the bytes"
+	}
+	return "column types inferred from the bytes (give --schema or --dsn for exact values)"
 }
 
 func (l *Lock) describe() string {

@@ -67,34 +67,85 @@ func Detect(ctx context.Context, db *sql.DB) (Flavor, error) {
 	return MySQL, nil
 }
 
-// Waits returns the lock waits of sessions connected to the current
-// database. On MariaDB the information_schema lock tables are a cache that
-// InnoDB refreshes only after 0.1 s without readers: poll no faster than
-// PollInterval or it never refreshes. MySQL's performance_schema is live.
+// Waits returns the lock waits for locks on the current database's tables,
+// whichever database the waiting session is connected to: the same waits
+// Locks lists as not granted. The lock tables are the server's, and a wait
+// on another database's table can block nothing of this one's (OtherWaits
+// counts them). On MariaDB the information_schema lock tables are a cache
+// that InnoDB refreshes only after 0.1 s without readers: poll no faster
+// than PollInterval or it never refreshes. MySQL's performance_schema is
+// live. On PostgreSQL a session reaches only its own database's tables,
+// so these are the waits of its sessions.
 func Waits(ctx context.Context, db *sql.DB, f Flavor) ([]Wait, error) {
 	q, err := pick(f, mariadbWaits, mysqlWaits, postgresWaits)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.QueryContext(ctx, q)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
 	var out []Wait
-	for rows.Next() {
+	err = read(ctx, db, f, q, func(rows *sql.Rows) error {
 		var w Wait
 		var micros float64
 		if err := rows.Scan(&w.WaiterID, &w.WaiterQuery, &w.BlockerID, &w.BlockerQuery, &w.Table, &w.Index, &w.Mode, &w.Data, &micros); err != nil {
-			return nil, fmt.Errorf("lockview: %w", err)
+			return err
 		}
 		w.Waiting = time.Duration(micros) * time.Microsecond
 		out = append(out, w)
+		return nil
+	})
+	return out, err
+}
+
+// read runs q and hands each row to scan. On PostgreSQL it runs in a
+// read-only transaction that turns sequential scans and sorts back on for
+// itself: driver/postgres turns them off for the queue's pool (its claim
+// plans depend on it), and under those settings the plans over
+// pg_stat_activity, pg_locks and the catalogs behind them took seconds,
+// past the dashboard's request timeout on a loaded machine.
+func read(ctx context.Context, db *sql.DB, f Flavor, q string, scan func(*sql.Rows) error) error {
+	var src interface {
+		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	} = db
+	if f == Postgres {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return classify(err)
+		}
+		defer func() { _ = tx.Rollback() }()
+		if _, err := tx.ExecContext(ctx, "SELECT set_config('enable_seqscan', 'on', true), set_config('enable_sort', 'on', true)"); err != nil {
+			return classify(err)
+		}
+		src = tx
+	}
+	rows, err := src.QueryContext(ctx, q)
+	if err != nil {
+		return classify(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("lockview: %w", err)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classify(err)
+		return classify(err)
 	}
-	return out, nil
+	return nil
+}
+
+// OtherWaits counts the lock waits the server has on other databases'
+// tables: the ones Waits leaves out, counted as Waits lists them (one per
+// waiting session and blocking session). It says whether a shared server
+// is busy elsewhere without showing another database's statements or key
+// values. On PostgreSQL it counts what pg_stat_activity shows of other
+// databases' sessions, which may be less without pg_read_all_stats.
+func OtherWaits(ctx context.Context, db *sql.DB, f Flavor) (int, error) {
+	q, err := pick(f, mariadbOtherWaits, mysqlOtherWaits, postgresOtherWaits)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	err = read(ctx, db, f, q, func(rows *sql.Rows) error { return rows.Scan(&n) })
+	return n, err
 }
 
 // pick chooses the flavor's form of a query.
@@ -175,16 +226,25 @@ func classify(err error) error {
 // INNODB_TRX is a cache; PROCESSLIST is not. A cached wait whose session is
 // idle now (COMMAND = 'Sleep') is stale and is left out, and the waiter's
 // statement comes from PROCESSLIST.INFO.
-const mariadbWaits = `SELECT r.trx_mysql_thread_id, COALESCE(p.INFO, ''), b.trx_mysql_thread_id, COALESCE(b.trx_query, ''),
-  COALESCE(l.lock_table, ''), COALESCE(l.lock_index, ''), COALESCE(l.lock_mode, ''), COALESCE(l.lock_data, ''),
-  COALESCE(TIMESTAMPDIFF(MICROSECOND, r.trx_wait_started, NOW(6)), 0)
+const mariadbWaitsFrom = `
 FROM information_schema.INNODB_LOCK_WAITS w
 JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id
 JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id
 LEFT JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id
 JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id
-WHERE p.DB = DATABASE() AND p.COMMAND <> 'Sleep'
+WHERE p.COMMAND <> 'Sleep'`
+
+// mariadbOwnWait keeps a wait for a lock on the current database's table;
+// one whose lock the cache lost (INNODB_LOCKS is cut off when the cache
+// is full) by the waiting session's database instead.
+const mariadbOwnWait = "COALESCE(" + mariadbOwnTable + ", p.DB <=> DATABASE())"
+
+const mariadbWaits = `SELECT r.trx_mysql_thread_id, COALESCE(p.INFO, ''), b.trx_mysql_thread_id, COALESCE(b.trx_query, ''),
+  COALESCE(l.lock_table, ''), COALESCE(l.lock_index, ''), COALESCE(l.lock_mode, ''), COALESCE(l.lock_data, ''),
+  COALESCE(TIMESTAMPDIFF(MICROSECOND, r.trx_wait_started, NOW(6)), 0)` + mariadbWaitsFrom + ` AND ` + mariadbOwnWait + `
 ORDER BY r.trx_wait_started`
+
+const mariadbOtherWaits = `SELECT COUNT(*)` + mariadbWaitsFrom + ` AND NOT ` + mariadbOwnWait
 
 // mysqlTable names a data_locks row's table as MariaDB's lock tables do:
 // `schema`.`table`.
@@ -208,8 +268,15 @@ FROM performance_schema.data_lock_waits w
 JOIN performance_schema.data_locks l ON l.ENGINE = w.ENGINE AND l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID
 JOIN performance_schema.threads rt ON rt.THREAD_ID = w.REQUESTING_THREAD_ID
 LEFT JOIN performance_schema.threads bt ON bt.THREAD_ID = ` + mysqlBlocker + `
-WHERE rt.PROCESSLIST_DB = DATABASE()
+WHERE l.OBJECT_SCHEMA = DATABASE()
 ORDER BY waited DESC, rt.PROCESSLIST_ID, bt.PROCESSLIST_ID`
+
+// mysqlOtherWaits counts the rows mysqlWaits leaves out.
+const mysqlOtherWaits = `SELECT COUNT(*)
+FROM performance_schema.data_lock_waits w
+JOIN performance_schema.data_locks l ON l.ENGINE = w.ENGINE AND l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID
+JOIN performance_schema.threads rt ON rt.THREAD_ID = w.REQUESTING_THREAD_ID
+WHERE NOT (l.OBJECT_SCHEMA <=> DATABASE())`
 
 // mysqlBlocker and mysqlHolder are the THREAD_ID of the session whose
 // transaction blocks a wait or holds a lock. A record lock's THREAD_ID is
@@ -240,6 +307,11 @@ LEFT JOIN LATERAL (SELECT t.relation, t.page, t.tuple FROM pg_locks t WHERE t.pi
 WHERE a.wait_event_type = 'Lock' AND a.datname = current_database()
 ORDER BY a.pid`
 
+const postgresOtherWaits = `SELECT COUNT(*)
+FROM pg_stat_activity a
+CROSS JOIN LATERAL unnest(pg_blocking_pids(a.pid)) AS bp(pid)
+WHERE a.wait_event_type = 'Lock' AND a.datname IS DISTINCT FROM current_database()`
+
 // Lock is one lock in the server's lock table.
 type Lock struct {
 	// Trx is the transaction id (MySQL/MariaDB) or the virtual transaction
@@ -269,10 +341,12 @@ func LocksNote(f Flavor) string {
 	}
 }
 
-// Locks returns the server's locks on the current database's tables. On
-// MariaDB it first waits PollInterval, so that its read comes more than
-// 0.1 s after any earlier one and refreshes the cache instead of returning
-// locks that may be gone.
+// Locks returns the server's locks on the current database's tables,
+// whichever database the session holding or waiting for one is connected
+// to: its locks not granted are the waits Waits returns. On MariaDB it
+// first waits PollInterval, so that its read comes more than 0.1 s after
+// any earlier one and refreshes the cache instead of returning locks that
+// may be gone.
 func Locks(ctx context.Context, db *sql.DB, f Flavor) ([]Lock, error) {
 	q, err := pick(f, mariadbLocks, mysqlLocks, postgresLocks)
 	if err != nil {
@@ -283,23 +357,16 @@ func Locks(ctx context.Context, db *sql.DB, f Flavor) ([]Lock, error) {
 			return nil, err
 		}
 	}
-	rows, err := db.QueryContext(ctx, q)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
 	var out []Lock
-	for rows.Next() {
+	err = read(ctx, db, f, q, func(rows *sql.Rows) error {
 		var l Lock
 		if err := rows.Scan(&l.Trx, &l.Session, &l.Table, &l.Index, &l.Mode, &l.Granted, &l.Data); err != nil {
-			return nil, fmt.Errorf("lockview: %w", err)
+			return err
 		}
 		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // mariadbOwnTable keeps the locks on the current database's tables:
@@ -311,8 +378,17 @@ const mariadbLocks = `SELECT CAST(l.lock_trx_id AS CHAR), COALESCE(t.trx_mysql_t
   COALESCE(l.lock_data, '')
 FROM information_schema.INNODB_LOCKS l
 LEFT JOIN information_schema.INNODB_TRX t ON t.trx_id = l.lock_trx_id
-WHERE ` + mariadbOwnTable + `
+WHERE ` + mariadbOwnTable + ` AND EXISTS (` + mariadbLiveWait + `)
 ORDER BY l.lock_trx_id, l.lock_index, CHAR_LENGTH(l.lock_data), l.lock_data`
+
+// mariadbLiveWait keeps a lock of a wait that Waits shows: INNODB_LOCKS
+// lists a lock only for a wait it is part of, and a cached wait whose
+// waiting session is idle now is stale, as in mariadbWaits; its locks
+// would be a wait the page's other view does not show.
+const mariadbLiveWait = `SELECT 1 FROM information_schema.INNODB_LOCK_WAITS lw
+  JOIN information_schema.INNODB_TRX lr ON lr.trx_id = lw.requesting_trx_id
+  JOIN information_schema.PROCESSLIST lp ON lp.ID = lr.trx_mysql_thread_id
+  WHERE (lw.requested_lock_id = l.lock_id OR lw.blocking_lock_id = l.lock_id) AND lp.COMMAND <> 'Sleep'`
 
 // MySQL's data_locks has every lock, table (IX) and record alike, live.
 // Shorter lock data first puts 99 before 100 (the keys are text).

@@ -259,6 +259,126 @@ func TestWaitsOfOtherDatabasesAreNotShown(t *testing.T) {
 	}
 }
 
+// TestWaitsAreThoseOnThisDatabasesTables: MySQL and MariaDB sessions can
+// lock any database's tables. A session of the other database waits for a
+// row of this one's table, and a session of this database for a row of the
+// other's: each is shown to the database whose table it is (Waits, and
+// Locks as a lock not granted), and counted by the other's OtherWaits.
+// The wait on this database's table is the one that can hold up its own
+// sessions, whoever's session waits.
+func TestWaitsAreThoseOnThisDatabasesTables(t *testing.T) {
+	for _, c := range servers() {
+		if c.flavor == lockview.Postgres {
+			continue // a PostgreSQL session reaches only its own database
+		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			mine := open(t, c.driver, c.dsn(t))
+			other := open(t, c.driver, c.dsn(t))
+			f, err := lockview.Detect(ctx, mine)
+			require.NoError(t, err)
+			name := func(db *sql.DB) string {
+				var n string
+				require.NoError(t, db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&n))
+				return n
+			}
+			myName, theirName := name(mine), name(other)
+			releaseMine := holdRow(t, ctx, mine)
+			releaseTheirs := holdRow(t, ctx, other)
+
+			session := func(db *sql.DB) (*sql.Conn, int64) {
+				conn, err := db.Conn(ctx)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = conn.Close() })
+				var id int64
+				require.NoError(t, conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id))
+				return conn, id
+			}
+			var done []chan error
+			block := func(conn *sql.Conn, q string) {
+				ch := make(chan error, 1)
+				done = append(done, ch)
+				go func() {
+					_, err := conn.ExecContext(ctx, q)
+					ch <- err
+				}()
+			}
+			// visitor: of the other database, on this one's table; away: of
+			// this database, on the other's.
+			visitor, visitorID := session(other)
+			block(visitor, "UPDATE `"+myName+"`.held SET v = 2 WHERE id = 1")
+			away, awayID := session(mine)
+			block(away, "UPDATE `"+theirName+"`.held SET v = 2 WHERE id = 1")
+
+			for _, x := range []struct {
+				db     *sql.DB
+				table  string
+				waiter int64
+			}{{mine, myName, visitorID}, {other, theirName, awayID}} {
+				ws, err := lockview.WaitFor(ctx, x.db, f, func(w lockview.Wait) bool { return w.WaiterID == x.waiter }, nil)
+				require.NoError(t, err)
+				require.Len(t, ws, 1, "%v", ws)
+				require.Equal(t, "`"+x.table+"`.`held`", ws[0].Table)
+				require.Equal(t, c.data, ws[0].Data)
+				n, err := lockview.OtherWaits(ctx, x.db, f)
+				require.NoError(t, err)
+				require.Equal(t, 1, n, "the other database's wait is counted, not shown")
+				locks, err := lockview.Locks(ctx, x.db, f)
+				require.NoError(t, err)
+				var waiting []int64
+				for _, l := range locks {
+					require.Equal(t, "`"+x.table+"`.`held`", l.Table)
+					if !l.Granted {
+						waiting = append(waiting, l.Session)
+					}
+				}
+				require.Equal(t, []int64{x.waiter}, waiting, "the lock table's wait is the same one")
+			}
+
+			require.NoError(t, releaseMine())
+			require.NoError(t, releaseTheirs())
+			for _, ch := range done {
+				require.NoError(t, <-ch)
+			}
+		})
+	}
+}
+
+// TestPostgresReadsKeepThePoolsPlannerSettings: driver/postgres turns
+// sequential scans and sorts off for the queue's pool, and a dashboard
+// reads the lock views through that pool by default. The reads turn them
+// back on for their own transaction only (with them off, Waits took
+// seconds): the pool's session keeps its settings afterwards.
+func TestPostgresReadsKeepThePoolsPlannerSettings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn := testdb.Postgres(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	db := open(t, "pgx", dsn+sep+"enable_seqscan=off&enable_sort=off")
+	db.SetMaxOpenConns(1) // one session: the one the reads ran on
+	setting := func(name string) string {
+		var v string
+		require.NoError(t, db.QueryRowContext(ctx, "SELECT current_setting($1)", name).Scan(&v))
+		return v
+	}
+	require.Equal(t, "off", setting("enable_seqscan"))
+	start := time.Now()
+	_, err := lockview.Waits(ctx, db, lockview.Postgres)
+	require.NoError(t, err)
+	_, err = lockview.Locks(ctx, db, lockview.Postgres)
+	require.NoError(t, err)
+	_, err = lockview.OtherWaits(ctx, db, lockview.Postgres)
+	require.NoError(t, err)
+	t.Logf("Waits, Locks and OtherWaits took %v", time.Since(start))
+	require.Equal(t, "off", setting("enable_seqscan"))
+	require.Equal(t, "off", setting("enable_sort"))
+}
+
 // TestWaitsNeedsPrivilege: the servers hide their lock tables from a user
 // with rights on its own database only, and the error says which grant
 // is missing. MariaDB needs PROCESS; MySQL reads performance_schema, which

@@ -79,6 +79,7 @@ func newRoot(stdout, stderr io.Writer) *root {
 		newDepthCmd(r),
 		newLatencyCmd(r),
 		newWaitingCmd(r),
+		newLimitsCmd(r),
 	)
 	r.cmd = cmd
 	return r

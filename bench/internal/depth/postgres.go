@@ -200,7 +200,7 @@ func (s *pgLockstep) claimSQL() string { return s.drv.Catalog().Get("job.claim")
 
 // plan explains on lockstep's own pool, with its planner settings.
 func (s *pgLockstep) plan(ctx context.Context, limit int) (string, error) {
-	return pgExplain(ctx, s.drv.DB(), nil, s.claimSQL(), "default", limit)
+	return pgExplain(ctx, s.drv.DB(), nil, s.claimSQL(), "default", limit, nil) // claimed_by: none
 }
 
 func (s *pgLockstep) claim(ctx context.Context, limit int, locks bool) (smp sample, err error) {
@@ -211,7 +211,7 @@ func (s *pgLockstep) claim(ctx context.Context, limit int, locks bool) (smp samp
 	defer func() { err = errors.Join(err, tx.Rollback()) }()
 	smp.rowsLocked = -1
 	if locks && !s.rowlocks {
-		n, err := pgExplainLockRows(ctx, tx, s.claimSQL(), "default", limit)
+		n, err := pgExplainLockRows(ctx, tx, s.claimSQL(), "default", limit, nil)
 		smp.rowsLocked, smp.claimed = n, int(n)
 		return smp, err
 	}

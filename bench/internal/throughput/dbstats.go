@@ -40,6 +40,32 @@ type statsProbe interface {
 	after(ctx context.Context, jobs int64) (*DBStats, error)
 }
 
+// SampleMarker marks the statements a benchmark sends to watch a run (a
+// comment in their SQL): pg_stat_statements leaves them out of the
+// statements per job. MariaDB's Questions counts them; the caller knows
+// how many it sent.
+const SampleMarker = "lockstep-bench:sample"
+
+// Probe is a run's database statistics for other subcommands: Before the
+// work phase, After it.
+type Probe struct{ p statsProbe }
+
+// NewProbe returns a probe on db for dialect "postgres" or "mysql", nil
+// for any other (SQLite has no server statistics).
+func NewProbe(dialect string, db *sql.DB) *Probe {
+	p := newStatsProbe(dialect, db)
+	if p == nil {
+		return nil
+	}
+	return &Probe{p}
+}
+
+// Before takes the snapshot the work phase is measured from.
+func (p *Probe) Before(ctx context.Context) error { return p.p.before(ctx) }
+
+// After returns the statistics since Before, per job.
+func (p *Probe) After(ctx context.Context, jobs int64) (*DBStats, error) { return p.p.after(ctx, jobs) }
+
 func newStatsProbe(dialect string, db *sql.DB) statsProbe {
 	switch dialect {
 	case "postgres":
@@ -87,6 +113,7 @@ func (p *pgStats) after(ctx context.Context, jobs int64) (*DBStats, error) {
 		FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		  AND query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_current_wal_lsn%'
+		  AND query NOT LIKE '%`+SampleMarker+`%'
 		ORDER BY calls DESC`)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // WriteText prints the report as Markdown tables, ready for BENCHMARKS.md.
@@ -65,7 +66,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 			rows = append(rows, []string{fmt.Sprint(r.Rep), r.System, fmt.Sprint(r.Jobs), fmt.Sprintf("%.2f", r.Seconds),
 				fmt.Sprintf("%.0f", r.JobsPerSec), fmt.Sprint(r.DoneInDB), fmt.Sprintf("%.0f", r.PeakRSSMiB)})
 		}
-		writeTable(b, []string{"rep", "system", "jobs", "seconds", "jobs/s", "done in DB", "peak RSS MiB"}, "rlrrrrr", rows)
+		WriteTable(b, []string{"rep", "system", "jobs", "seconds", "jobs/s", "done in DB", "peak RSS MiB"}, "rlrrrrr", rows)
 		b.WriteString("\n")
 		rows = nil
 		for _, s := range rep.Summaries {
@@ -74,7 +75,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 					fmt.Sprintf("%.0f", s.Max), fmt.Sprint(s.Runs)})
 			}
 		}
-		writeTable(b, []string{"system", "median jobs/s", "min", "max", "runs"}, "lrrrr", rows)
+		WriteTable(b, []string{"system", "median jobs/s", "min", "max", "runs"}, "lrrrr", rows)
 		var ratios []string
 		for _, r := range rep.Ratios {
 			if r.Mode == mode {
@@ -138,21 +139,21 @@ func (rep *Report) writeDBStats(b *strings.Builder) {
 	}
 }
 
-// writeTable writes a Markdown table with padded columns; align has one
+// WriteTable writes a Markdown table with padded columns; align has one
 // letter per column, l or r.
-func writeTable(b *strings.Builder, header []string, align string, rows [][]string) {
+func WriteTable(b *strings.Builder, header []string, align string, rows [][]string) {
 	width := make([]int, len(header))
 	for i, h := range header {
 		width[i] = len(h)
 	}
 	for _, row := range rows {
 		for i, cell := range row {
-			width[i] = max(width[i], len(cell))
+			width[i] = max(width[i], utf8.RuneCountInString(cell))
 		}
 	}
 	line := func(cells []string) {
 		for i, cell := range cells {
-			pad := strings.Repeat(" ", width[i]-len(cell))
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(cell))
 			if align[i] == 'r' {
 				fmt.Fprintf(b, "| %s%s ", pad, cell)
 			} else {
@@ -204,6 +205,6 @@ func (rep *Report) writeFloors(b *strings.Builder) {
 		}
 		rows = append(rows, row)
 	}
-	writeTable(b, header, align, rows)
+	WriteTable(b, header, align, rows)
 	b.WriteString("\n")
 }

@@ -211,6 +211,12 @@ type Machine struct {
 	Postgres  string  `json:"postgres,omitempty"`
 }
 
+// NewMachine describes this machine; the servers' versions are for the
+// caller to fill in.
+func NewMachine() Machine {
+	return Machine{CPUs: runtime.NumCPU(), MemoryGiB: memoryGiB(), GoArch: runtime.GOARCH, Go: runtime.Version()}
+}
+
 // Run runs the benchmark: for each mode, Reps repetitions of every system in
 // order, each on a fresh database.
 func Run(ctx context.Context, set *servers.Set, cfg Config) (*Report, error) {
@@ -222,7 +228,7 @@ func Run(ctx context.Context, set *servers.Set, cfg Config) (*Report, error) {
 	rc.Modes, rc.Systems, rc.Reps, rc.Jobs = cfg.Modes, cfg.Systems, cfg.Reps, cfg.Jobs
 	rc.Duration, rc.Warmup, rc.Backlog = cfg.Duration.String(), cfg.Warmup.String(), cfg.Backlog
 	rc.Workers, rc.BatchSize, rc.PGPoolConns = cfg.Workers, cfg.BatchSize, cfg.PGPoolConns
-	rep.Machine = Machine{CPUs: runtime.NumCPU(), MemoryGiB: memoryGiB(), GoArch: runtime.GOARCH, Go: runtime.Version()}
+	rep.Machine = NewMachine()
 	log := cfg.logger()
 
 	usesMySQL, usesOracle, usesPostgres := false, false, false

@@ -20,7 +20,7 @@ func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*r
 	if e.caps().OneStatementClaim {
 		// One statement locks (SKIP LOCKED), updates and returns the rows.
 		st := e.cat().Get(catalog.JobClaim)
-		rows, err := e.query(ctx, e.q, st.Name, st.SQL, p.Queue, p.Max)
+		rows, err := e.query(ctx, e.q, st.Name, st.SQL, p.Queue, p.Max, keyArg(p.ProcessID))
 		if err != nil {
 			return nil, e.wrap("claim", err)
 		}
@@ -60,9 +60,10 @@ func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*r
 		for i, j := range jobs {
 			ids[i] = j.ID
 			j.Status, j.Attempts, j.StartedAt, j.HeartbeatAt = rowtype.StatusRunning, j.Attempts+1, now, now
+			j.ClaimedBy = p.ProcessID
 		}
 		ids = sortedUnique(ids)
-		n, err := e.execIDs(ctx, q, catalog.JobClaimUpdate, ids, e.timeArg(now), e.timeArg(now))
+		n, err := e.execIDs(ctx, q, catalog.JobClaimUpdate, ids, e.timeArg(now), e.timeArg(now), keyArg(p.ProcessID))
 		if err != nil {
 			return err
 		}

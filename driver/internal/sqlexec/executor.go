@@ -164,6 +164,15 @@ func sortedUnique(ids []int64) []int64 {
 }
 
 // jsonArg binds optional JSON as text, or NULL when there is none.
+// keyArg is a limit key as a parameter: NULL for none, so that a job
+// without a key has no entry in the partial limit index.
+func keyArg(k string) any {
+	if k == "" {
+		return nil
+	}
+	return k
+}
+
 func jsonArg(b []byte) any {
 	if b == nil {
 		return nil

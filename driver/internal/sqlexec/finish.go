@@ -50,13 +50,26 @@ func (e *Executor) JobFinish(ctx context.Context, p *driver.JobFinishParams) (bo
 		if err != nil {
 			return false, e.wrap(fmt.Sprintf("finish job %d", p.ID), err)
 		}
-		return wrote, nil
+		return wrote, e.released(ctx, wrote, []leftKey{{p.Queue, p.LimitKey}})
 	}
 	res, err := e.exec(ctx, e.q, name, e.cat().Get(name).SQL, args...)
 	if err != nil {
 		return false, e.wrap(fmt.Sprintf("finish job %d", p.ID), err)
 	}
-	return res.RowsAffected == 1, nil
+	wrote := res.RowsAffected == 1
+	return wrote, e.released(ctx, wrote, []leftKey{{p.Queue, p.LimitKey}})
+}
+
+// released runs afterLeave once a write that moved jobs out of RUNNING has
+// committed; its error is a *driver.ReleaseError: the write stands.
+func (e *Executor) released(ctx context.Context, wrote bool, left []leftKey) error {
+	if !wrote {
+		return nil
+	}
+	if err := e.afterLeave(ctx, left); err != nil {
+		return &driver.ReleaseError{Err: err}
+	}
+	return nil
 }
 
 // JobCompleteMany writes DONE for a batch of attempts, one statement per
@@ -105,7 +118,22 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []driver.JobRef) ([
 		}
 	}
 	slices.SortFunc(written, func(x, y driver.JobRef) int { return cmpInt64(x.ID, y.ID) })
-	return written, nil
+	// The written refs are the caller's, queue and key included.
+	var left []leftKey
+	if len(written) > 0 {
+		byID := make(map[int64]driver.JobRef, len(jobs))
+		for _, j := range jobs {
+			byID[j.ID] = j
+		}
+		for i, w := range written {
+			j := byID[w.ID]
+			written[i].Queue, written[i].LimitKey = j.Queue, j.LimitKey
+			if j.LimitKey != "" {
+				left = append(left, leftKey{j.Queue, j.LimitKey})
+			}
+		}
+	}
+	return written, e.released(ctx, len(left) > 0, left)
 }
 
 // completeChecked is the batched DONE where the statement cannot say which

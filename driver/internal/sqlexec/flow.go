@@ -107,7 +107,7 @@ func (e *Executor) insertFlowBatch(ctx context.Context, q Querier, jobs []driver
 				status = rowtype.StatusWaiting
 			}
 			args = append(args, run, j.Queue, j.Kind, string(j.Args), string(status), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata),
-				len(j.DependsOn), j.Dependents, int(j.DepPolicy), cb)
+				len(j.DependsOn), j.Dependents, int(j.DepPolicy), cb, keyArg(j.LimitKey))
 		}
 	}
 	return e.insertedIDs(ctx, q, st, sqlText, args, len(jobs))

@@ -126,7 +126,7 @@ func (e *Executor) rowArgs(args []any, j driver.JobInsertParams) []any {
 	if j.RunID != 0 {
 		run = j.RunID
 	}
-	return append(args, run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata))
+	return append(args, run, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, e.timeArg(j.ScheduledAt), jsonArg(j.Metadata), keyArg(j.LimitKey))
 }
 
 // JobInsertIntoRun locks the run row first — the run before its jobs, the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver/catalog"
@@ -20,10 +21,11 @@ const (
 	defaultWindow     = time.Minute
 )
 
-// allStatuses is the order counts are read and shown in. WAITING is
-// counted like the others, by its own range of the queue/status index.
+// allStatuses is the order counts are read and shown in. WAITING and
+// BLOCKED are counted like the others, by their own ranges of the
+// queue/status index.
 var allStatuses = [...]rowtype.JobStatus{
-	rowtype.StatusWaiting, rowtype.StatusPending, rowtype.StatusRunning, rowtype.StatusDone, rowtype.StatusFailed, rowtype.StatusCancelled,
+	rowtype.StatusWaiting, rowtype.StatusPending, rowtype.StatusBlocked, rowtype.StatusRunning, rowtype.StatusDone, rowtype.StatusFailed, rowtype.StatusCancelled,
 }
 
 // JobRetry puts a FAILED job back to PENDING. A job of a run locks the run
@@ -113,8 +115,11 @@ func (e *Executor) JobPage(ctx context.Context, p *rowtype.JobPageParams) (*rowt
 	if examined == 0 {
 		return page, nil
 	}
-	st, q, k := string(p.Status), p.Queue, p.Kind
-	args := []any{before, floor, st, st, q, q, k, k, limit}
+	filter, err := pageFilterArgs(p.Status, p.Queue, p.Kind, p.View, p.Search)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	args := append(append([]any{before, floor}, filter...), limit)
 	if p.RunID != 0 {
 		args = append([]any{p.RunID}, args...)
 	}
@@ -133,6 +138,38 @@ func (e *Executor) JobPage(ctx context.Context, p *rowtype.JobPageParams) (*rowt
 	}
 	return page, nil
 }
+
+// pageFilterArgs binds the job page's filter (shared by the bulk actions'
+// windows) in the catalogue's order: status, queue and kind (each twice),
+// the two view flags, the search and its LIKE pattern (twice).
+func pageFilterArgs(status rowtype.JobStatus, queue, kind string, view rowtype.JobView, search string) ([]any, error) {
+	var scheduled, retrying int
+	switch view {
+	case "":
+	case rowtype.ViewScheduled:
+		scheduled = 1
+	case rowtype.ViewRetrying:
+		retrying = 1
+	default:
+		return nil, fmt.Errorf("unknown view %q: use %q or %q", view, rowtype.ViewScheduled, rowtype.ViewRetrying)
+	}
+	if len(search) > rowtype.MaxSearchLen {
+		return nil, fmt.Errorf("a search is at most %d bytes, got %d", rowtype.MaxSearchLen, len(search))
+	}
+	pattern := ""
+	if search != "" {
+		// Lower-cased for the dialects that lower the column (MySQL);
+		// the others compare without case anyway.
+		pattern = "%" + likeEscaper.Replace(strings.ToLower(search)) + "%"
+	}
+	st := string(status)
+	return []any{st, st, queue, queue, kind, kind, scheduled, retrying, search, pattern, pattern}, nil
+}
+
+// likeEscaper escapes a search for the page statements' LIKE ... ESCAPE
+// '!': the same escape character in every dialect (a backslash means
+// different things in MySQL's and PostgreSQL's string literals).
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 
 // queryRow runs a one-row catalogue statement on the executor's querier.
 func (e *Executor) queryRow(ctx context.Context, name catalog.Name, args []any, dest ...any) error {
@@ -269,6 +306,7 @@ func (e *Executor) QueueStats(ctx context.Context, p *rowtype.QueueStatsParams) 
 		return nil, wrap(err)
 	}
 	out.OldestCapped = available > int64(limit)
+	out.Ready = bounded(available)
 	return out, nil
 }
 

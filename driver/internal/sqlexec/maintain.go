@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/driver/catalog"
@@ -28,11 +29,12 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 		id                  int64
 		attempts, maxAttmpt int64
 		runID, dependents   int64
+		queue, key          string
 	}
 	var cands []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.id, &c.attempts, &c.maxAttmpt, nullInt64{&c.runID}, nullInt64{&c.dependents}); err != nil {
+		if err := rows.Scan(&c.id, &c.attempts, &c.maxAttmpt, nullInt64{&c.runID}, nullInt64{&c.dependents}, &c.queue, nullString{&c.key}); err != nil {
 			rows.Close()
 			return nil, e.wrap("reap: select", err)
 		}
@@ -44,6 +46,7 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 	slices.SortFunc(cands, func(a, b cand) int { return cmpInt64(a.id, b.id) })
 	st := e.cat().Get(catalog.JobReap)
 	var out []rowtype.ReapResult
+	var left []leftKey
 	for _, c := range cands {
 		msg := fmt.Sprintf("heartbeat lost: no heartbeat for over %s (worker presumed dead)", p.StaleAfter)
 		args := []any{msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter)}
@@ -78,9 +81,10 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 				status = rowtype.StatusFailed
 			}
 			out = append(out, rowtype.ReapResult{ID: c.id, Attempt: int(c.attempts), Status: status})
+			left = append(left, leftKey{c.queue, c.key})
 		}
 	}
-	return out, nil
+	return out, e.released(ctx, len(left) > 0, left)
 }
 
 // JobPrune implements driver.Executor: the candidates are read without
@@ -105,14 +109,27 @@ func (e *Executor) JobPrune(ctx context.Context, p *driver.JobPruneParams) ([]in
 	if len(cands) == 0 {
 		return nil, nil
 	}
+	deleted, err := e.pruneIDs(ctx, p.Status, p.OlderThan, cands)
+	if err != nil {
+		return nil, e.wrap("prune", err)
+	}
+	return deleted, nil
+}
+
+// pruneIDs deletes those of cands still in status and older than
+// olderThan, in one transaction: each chunk locked by primary key in
+// ascending id order and checked again (a retried FAILED job is PENDING
+// now), then deleted by primary key with the edges into it. Retention and
+// the bulk delete share it.
+func (e *Executor) pruneIDs(ctx context.Context, status rowtype.JobStatus, olderThan time.Duration, cands []int64) ([]int64, error) {
 	cands = sortedUnique(cands)
 	lock, del := e.cat().Get(catalog.JobPruneLock), e.cat().Get(catalog.JobDeleteMany)
 	var deleted []int64
-	err = e.inTx(ctx, func(q Querier) error {
+	err := e.inTx(ctx, func(q Querier) error {
 		deleted = deleted[:0]
 		chunk := e.chunkSize()
 		for start := 0; start < len(cands); start += chunk {
-			sqlText, args := e.cat().BindIDs(lock, cands[start:min(start+chunk, len(cands))], string(p.Status), micros(p.OlderThan))
+			sqlText, args := e.cat().BindIDs(lock, cands[start:min(start+chunk, len(cands))], string(status), micros(olderThan))
 			still, err := e.queryIDs(ctx, q, lock.Name, sqlText, args...)
 			if err != nil {
 				return err
@@ -137,8 +154,5 @@ func (e *Executor) JobPrune(ctx context.Context, p *driver.JobPruneParams) ([]in
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, e.wrap("prune", err)
-	}
-	return deleted, nil
+	return deleted, err
 }

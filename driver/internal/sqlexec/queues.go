@@ -19,11 +19,12 @@ func (e *Executor) QueueSettings(ctx context.Context) ([]rowtype.QueueSettings, 
 	for rows.Next() {
 		var s rowtype.QueueSettings
 		var maxWorkers int64
-		if err := rows.Scan(&s.Queue, nullTime{&s.Paused}, nullInt64{&maxWorkers}, nullTime{&s.UpdatedAt}); err != nil {
+		var lim limitCols
+		if err := rows.Scan(append([]any{&s.Queue, nullTime{&s.Paused}, nullInt64{&maxWorkers}, nullTime{&s.UpdatedAt}}, lim.dest()...)...); err != nil {
 			rows.Close()
 			return nil, e.wrap("queue settings", err)
 		}
-		s.MaxWorkers = int(maxWorkers)
+		s.MaxWorkers, s.Limits = int(maxWorkers), lim.limits()
 		out = append(out, s)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
@@ -50,4 +51,13 @@ func (e *Executor) QueueSetMaxWorkers(ctx context.Context, queue string, n int) 
 	}
 	_, err := e.exec(ctx, e.q, catalog.QueueSetMaxWorkers, e.cat().Get(catalog.QueueSetMaxWorkers).SQL, queue, v)
 	return e.wrap(fmt.Sprintf("set max workers of queue %q", queue), err)
+}
+
+// QueueDelete implements driver.Executor.
+func (e *Executor) QueueDelete(ctx context.Context, queue string) (bool, error) {
+	res, err := e.exec(ctx, e.q, catalog.QueueDelete, e.cat().Get(catalog.QueueDelete).SQL, queue)
+	if err != nil {
+		return false, e.wrap(fmt.Sprintf("remove queue %q", queue), err)
+	}
+	return res.RowsAffected > 0, nil
 }

@@ -11,12 +11,12 @@ import (
 
 // JobColumns is the column list every catalogue selects job rows with, in
 // the order scanJob reads them.
-const JobColumns = "id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, last_error, error_history, created_at, unique_key, metadata, output, waiting_on, dependents, callback"
+const JobColumns = "id, run_id, queue, kind, args, status, priority, available_at, attempts, max_attempts, started_at, heartbeat_at, finished_at, last_error, error_history, created_at, unique_key, metadata, output, waiting_on, dependents, callback, limit_key, claimed_by"
 
 // UniqueHeld is true for a job whose status is one of its unique statuses:
 // the predicate of the partial unique index on PostgreSQL and SQLite (and
 // of the generated column on MySQL, spelt out in its migration).
-const UniqueHeld = "(unique_states & (CASE status WHEN 'PENDING' THEN 1 WHEN 'RUNNING' THEN 2 WHEN 'DONE' THEN 4 WHEN 'FAILED' THEN 8 WHEN 'CANCELLED' THEN 16 ELSE 0 END)) <> 0"
+const UniqueHeld = "(unique_states & (CASE status WHEN 'PENDING' THEN 1 WHEN 'BLOCKED' THEN 1 WHEN 'RUNNING' THEN 2 WHEN 'DONE' THEN 4 WHEN 'FAILED' THEN 8 WHEN 'CANCELLED' THEN 16 ELSE 0 END)) <> 0"
 
 // RunColumns is the column list of run rows, in scanRun's order.
 const RunColumns = "id, name, status, metadata, created_at, cancelled_at"
@@ -132,7 +132,7 @@ func scanJob(rows Rows, extra ...any) (*rowtype.JobRow, error) {
 		nullTime{&j.StartedAt}, nullTime{&j.HeartbeatAt}, nullTime{&j.FinishedAt},
 		nullString{&j.LastError}, jsonBytes{&history}, nullTime{&j.CreatedAt},
 		nullString{&j.UniqueKey}, jsonBytes{&j.Metadata}, jsonBytes{&j.Output},
-		nullInt64{&waitingOn}, nullInt64{&dependents}, nullString{&j.Callback},
+		nullInt64{&waitingOn}, nullInt64{&dependents}, nullString{&j.Callback}, nullString{&j.LimitKey}, nullString{&j.ClaimedBy},
 	}
 	if err := rows.Scan(append(dest, extra...)...); err != nil {
 		return nil, fmt.Errorf("scan job: %w", err)

@@ -8,14 +8,10 @@
 package clienv
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
-
-	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/internal/dsn"
 )
 
 // Env is the state shared by all commands: the global flags and the
@@ -26,6 +22,12 @@ type Env struct {
 	DSN       string
 	LogLevel  string
 	LogFormat string
+
+	// DSNSource is where DSN came from; Database is how the command that
+	// runs uses it (its DatabaseAnnotation). The root command sets both
+	// before the command runs; OpenDriver goes by them.
+	DSNSource DSNSource
+	Database  string
 
 	Logger *slog.Logger
 }
@@ -67,13 +69,4 @@ func parseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", s)
-}
-
-// OpenDriver opens the database named by --dsn. The caller closes it.
-func (e *Env) OpenDriver(ctx context.Context) (driver.Driver, error) {
-	d, err := dsn.Open(ctx, e.DSN)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
 }

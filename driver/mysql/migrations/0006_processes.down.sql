@@ -1,0 +1,2 @@
+ALTER TABLE lockstep_jobs DROP COLUMN claimed_by;
+DROP TABLE lockstep_processes;

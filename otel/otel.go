@@ -1,0 +1,263 @@
+// Package lockstepotel traces lockstep jobs with OpenTelemetry: a span for
+// each insert, the W3C trace context of that span carried in each job's
+// metadata, and a span for each attempt of each job, linked to the span
+// that enqueued it.
+//
+// It is a module of its own (github.com/lockstep-queue/lockstep/otel) so
+// that lockstep itself does not depend on OpenTelemetry. One Middleware is
+// both an insert and a worker middleware; give it to the clients that
+// enqueue and to those that work (often the same):
+//
+//	mw := lockstepotel.New(lockstepotel.Config{})
+//	client, err := lockstep.NewClient(drv, lockstep.Config{
+//		Workers:          workers,
+//		InsertMiddleware: []lockstep.InsertMiddleware{mw},
+//		WorkerMiddleware: []lockstep.WorkerMiddleware{mw},
+//	})
+//
+// # Spans
+//
+// "lockstep.insert" (kind PRODUCER) covers one insert call (Insert,
+// InsertMany, their Tx variants, InsertRun), its parent the span in the
+// caller's context. Its context is written into every job's metadata under
+// MetadataKey, as the W3C traceparent and tracestate headers
+// (propagation.TraceContext), whatever the global propagator is, since the
+// process that works the job may be configured differently.
+//
+// "lockstep.work <kind>" (kind CONSUMER) covers one attempt of one job:
+// its middleware inside this one, its args' decoding and its worker, whose
+// context carries it, so the worker's own spans are its children. It is
+// not a child of the insert span but linked to it: a job runs after the
+// request that enqueued it has ended, perhaps hours later, and perhaps
+// several times (retries, snoozes, a reap), and one insert of many jobs
+// starts many executions — each attempt is a trace of its own, and the
+// link leads back to the enqueuing trace, as OpenTelemetry's messaging
+// conventions recommend for consumers. Its parent is the span already in
+// the job's context, if a middleware outside this one started one; else it
+// is a root.
+//
+// Both carry the messaging attributes (messaging.system "lockstep",
+// messaging.operation.type and .name, messaging.destination.name for the
+// queue, messaging.message.id for the job id) and lockstep's own
+// (lockstep.job.kind, lockstep.job.attempt, lockstep.run.id). A failed
+// attempt's span has status Error with the job's error, recorded as an
+// exception event (a panic's with its stack); a snoozed attempt is not an
+// error and has lockstep.job.snoozed set. Claims are not traced: a claim
+// takes many jobs, or none, at every poll, and belongs to no job's trace;
+// the client's events (lockstep.EventClaimed, the metrics package) measure
+// them.
+package lockstepotel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lockstep-queue/lockstep"
+)
+
+// MetadataKey is the key of a job's metadata (a JSON object) under which
+// the insert middleware writes the enqueuing span's W3C trace context: an
+// object of the traceparent and, when there is one, the tracestate header,
+// {"trace_context": {"traceparent": "00-…-…-01"}}. Metadata that is not a
+// JSON object (or has no room left under Config.MaxArgsBytes) is left as
+// it is: the job is inserted untraced, and the insert span says so.
+const MetadataKey = "trace_context"
+
+// ScopeName is the instrumentation scope of the spans.
+const ScopeName = "github.com/lockstep-queue/lockstep/otel"
+
+// Span names and the attributes lockstep adds to the messaging ones.
+const (
+	InsertSpanName = "lockstep.insert"
+	// WorkSpanName is followed by a space and the job's kind.
+	WorkSpanName = "lockstep.work"
+
+	AttrJobKind    = attribute.Key("lockstep.job.kind")
+	AttrJobAttempt = attribute.Key("lockstep.job.attempt")
+	AttrRunID      = attribute.Key("lockstep.run.id")
+	AttrSnoozed    = attribute.Key("lockstep.job.snoozed")
+	AttrDuplicate  = attribute.Key("lockstep.job.duplicate")
+)
+
+// Config configures a Middleware. The zero value traces through the global
+// tracer provider.
+type Config struct {
+	// TracerProvider makes the spans. Default: otel.GetTracerProvider(),
+	// the global provider, read when New is called (it delegates to one
+	// set later with otel.SetTracerProvider).
+	TracerProvider trace.TracerProvider
+}
+
+// Middleware is a lockstep.InsertMiddleware and a lockstep.WorkerMiddleware
+// that traces inserts and jobs. It is safe for concurrent use.
+type Middleware struct {
+	tracer trace.Tracer
+}
+
+var (
+	_ lockstep.InsertMiddleware = (*Middleware)(nil)
+	_ lockstep.WorkerMiddleware = (*Middleware)(nil)
+)
+
+// New returns a Middleware.
+func New(cfg Config) *Middleware {
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	return &Middleware{tracer: cfg.TracerProvider.Tracer(ScopeName)}
+}
+
+// The context is always written and read as W3C trace context, whatever
+// propagator each process sets globally: the enqueuing and the working
+// process must agree on the format in the row.
+var traceContext = propagation.TraceContext{}
+
+var messagingSystem = semconv.MessagingSystemKey.String("lockstep")
+
+// InsertMany implements lockstep.InsertMiddleware: a producer span around
+// the insert, whose context goes into each job's metadata.
+func (m *Middleware) InsertMany(ctx context.Context, jobs []*lockstep.InsertJob, next func(ctx context.Context) ([]lockstep.InsertResult, error)) (res []lockstep.InsertResult, err error) {
+	attrs := []attribute.KeyValue{
+		messagingSystem,
+		semconv.MessagingOperationTypeSend,
+		semconv.MessagingOperationName("insert"),
+	}
+	if len(jobs) > 1 {
+		attrs = append(attrs, semconv.MessagingBatchMessageCount(len(jobs)))
+	}
+	if q, ok := same(jobs, (*lockstep.InsertJob).Queue); ok {
+		attrs = append(attrs, semconv.MessagingDestinationName(q))
+	}
+	if k, ok := same(jobs, (*lockstep.InsertJob).Kind); ok {
+		attrs = append(attrs, AttrJobKind.String(k))
+	}
+	ctx, span := m.tracer.Start(ctx, InsertSpanName, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	panicked := true
+	defer func() {
+		if panicked {
+			span.SetStatus(codes.Error, "panic")
+		}
+		span.End()
+	}()
+
+	carrier := propagation.MapCarrier{}
+	traceContext.Inject(ctx, carrier)
+	if len(carrier) > 0 { // nothing to carry from a span that is not sampled nor valid
+		for i, j := range jobs {
+			if err := j.SetMetadata(MetadataKey, carrier); err != nil {
+				// Tracing never refuses an insert: the job goes untraced.
+				span.AddEvent("trace context not stored in the job's metadata", trace.WithAttributes(
+					attribute.Int("lockstep.job.index", i), semconv.ExceptionMessage(err.Error())))
+			}
+		}
+	}
+
+	res, err = next(ctx)
+	panicked = false
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return res, err
+	}
+	if len(res) == 1 {
+		span.SetAttributes(semconv.MessagingMessageID(strconv.FormatInt(res[0].ID, 10)))
+		if res[0].Duplicate {
+			span.SetAttributes(AttrDuplicate.Bool(true))
+		}
+	}
+	return res, nil
+}
+
+// same returns the value of f shared by every job, if it is shared.
+func same(jobs []*lockstep.InsertJob, f func(*lockstep.InsertJob) string) (string, bool) {
+	if len(jobs) == 0 {
+		return "", false
+	}
+	v := f(jobs[0])
+	for _, j := range jobs[1:] {
+		if f(j) != v {
+			return "", false
+		}
+	}
+	return v, true
+}
+
+// Work implements lockstep.WorkerMiddleware: a consumer span around one
+// attempt of the job, linked to the span that enqueued it.
+func (m *Middleware) Work(ctx context.Context, job *lockstep.JobRow, next func(ctx context.Context) error) (err error) {
+	opts := []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			messagingSystem,
+			semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationName("work"),
+			semconv.MessagingDestinationName(job.Queue),
+			semconv.MessagingMessageID(strconv.FormatInt(job.ID, 10)),
+			AttrJobKind.String(job.Kind),
+			AttrJobAttempt.Int(job.Attempts),
+		),
+	}
+	if job.RunID != 0 {
+		opts = append(opts, trace.WithAttributes(AttrRunID.Int64(job.RunID)))
+	}
+	if sc := Enqueued(job); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	ctx, span := m.tracer.Start(ctx, WorkSpanName+" "+job.Kind, opts...)
+	panicked := true
+	defer func() {
+		if panicked {
+			// A middleware inside this one panicked; the client recovers it.
+			span.SetStatus(codes.Error, "panic")
+		}
+		span.End()
+	}()
+
+	err = next(ctx)
+	panicked = false
+	var snooze *lockstep.SnoozeError
+	var pe *lockstep.PanicError
+	switch {
+	case err == nil:
+	case errors.As(err, &snooze):
+		span.SetAttributes(AttrSnoozed.Bool(true))
+	case errors.As(err, &pe):
+		// The error's text holds the stack; the status says what panicked
+		// and the exception event carries the stack apart.
+		msg := fmt.Sprintf("panic: %v", pe.Value)
+		span.AddEvent("exception", trace.WithAttributes(
+			semconv.ExceptionType("panic"), semconv.ExceptionMessage(msg), semconv.ExceptionStacktrace(pe.Stack)))
+		span.SetStatus(codes.Error, msg)
+	default:
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
+}
+
+// Enqueued is the context of the span that enqueued job, read from its
+// metadata (MetadataKey); it is not valid when the job carries none.
+func Enqueued(job *lockstep.JobRow) trace.SpanContext {
+	if len(job.Metadata) == 0 {
+		return trace.SpanContext{}
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(job.Metadata, &meta) != nil {
+		return trace.SpanContext{} // metadata that is not an object carries no context
+	}
+	var carrier propagation.MapCarrier
+	if raw, ok := meta[MetadataKey]; !ok || json.Unmarshal(raw, &carrier) != nil {
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(traceContext.Extract(context.Background(), carrier))
+}
