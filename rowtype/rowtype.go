@@ -281,7 +281,9 @@ type JobPageParams struct {
 	// Search keeps the jobs whose args or metadata contain this text
 	// (case-insensitive; at most MaxSearchLen bytes). Like every filter it
 	// reads the page's window of ids: a page may hold none and still have
-	// a next one.
+	// a next one. Where the optional text index exists ('lockstep migrate
+	// text-index up'), a search with a word of three characters or more
+	// that the window does not fill goes on through it (JobPage.Indexed).
 	Search   string
 	BeforeID int64 // 0: start at the newest job
 	Limit    int   // default 50
@@ -312,6 +314,12 @@ type JobPage struct {
 	Next int64
 	// Examined is how many job ids the page's window covered.
 	Examined int
+	// Indexed is true when a search that the window did not fill went
+	// on through the optional text index, over every job below the
+	// window: Next then continues that search, and 0 means no job below
+	// matched. (On MySQL and MariaDB the index finds words by their
+	// beginning: a match inside a word is found in a page's window only.)
+	Indexed bool
 }
 
 // RunListParams lists runs newest first.

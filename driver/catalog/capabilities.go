@@ -34,6 +34,11 @@ type Capabilities struct {
 	// that range alone. Without it the count reads windows of the primary
 	// key.
 	StatusIndex bool
+	// TextIndex: the database has a text index a user may add to the
+	// jobs' args and metadata (PostgreSQL's pg_trgm, InnoDB's FULLTEXT):
+	// where it exists, a search that the newest window of ids does not
+	// answer goes through it (JobSearch) instead of window after window.
+	TextIndex bool
 }
 
 // bound is an optional statement and the capability it belongs to: a
@@ -58,6 +63,8 @@ func (c Capabilities) optional() []bound {
 		{JobNotify, "Notify", c.Notify, true},
 		{JobListen, "Notify", c.Notify, true},
 		{JobMatchCountStatus, "StatusIndex", c.StatusIndex, true},
+		{TextIndexExists, "TextIndex", c.TextIndex, true},
+		{JobSearch, "TextIndex", c.TextIndex, true},
 	}
 }
 

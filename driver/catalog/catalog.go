@@ -51,6 +51,9 @@ const (
 	// HistoryPrimary is the history rollup's (bucket, queue, kind): a time
 	// range of it is a key range.
 	HistoryPrimary Index = "history.primary"
+	// JobsText is the optional text index over the jobs' args and
+	// metadata (capability TextIndex): a search through it.
+	JobsText Index = "jobs.text"
 	// None is the access path of statements that read no table rows to find
 	// their targets (an INSERT, a bookkeeping query).
 	None Index = ""

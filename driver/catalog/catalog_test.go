@@ -66,9 +66,9 @@ func TestCatalogRefusesUnknownStatement(t *testing.T) {
 // executor reads these, not the names.
 func TestCatalogCapabilities(t *testing.T) {
 	want := map[string]catalog.Capabilities{
-		"mariadb":  {LockMany: true, StatusIndex: true},
-		"mysql":    {LockMany: true, StatusIndex: true},
-		"postgres": {OneStatementClaim: true, LockIDsFirst: true, Notify: true},
+		"mariadb":  {LockMany: true, StatusIndex: true, TextIndex: true},
+		"mysql":    {LockMany: true, StatusIndex: true, TextIndex: true},
+		"postgres": {OneStatementClaim: true, LockIDsFirst: true, Notify: true, TextIndex: true},
 		"sqlite":   {OneStatementClaim: true},
 	}
 	for dialect, build := range catalogues {

@@ -84,6 +84,13 @@ const (
 	JobBulkRefs         Name = "job.bulk_refs"
 	JobRetryMany        Name = "job.retry_many"
 
+	// The search through the optional text index (capability TextIndex,
+	// created by 'lockstep migrate text-index up'): TextIndexExists asks
+	// the server's own catalogue whether it is there; JobSearch finds the
+	// newest matching jobs below an id through it, without locks.
+	TextIndexExists Name = "job.text_index_exists"
+	JobSearch       Name = "job.search"
+
 	// Workflows: a job's dependencies and the run's callbacks. The edges are
 	// inserted with the jobs and read without locks; the jobs they name are
 	// locked by primary key in ascending id order, after the run row.

@@ -30,13 +30,16 @@ var catalogues = map[string]func() *catalog.Catalog{
 
 // allowedLiterals are the only quoted strings any statement contains:
 // statuses, SQLite's time format and JSON paths, PostgreSQL's interval unit
-// and wake-up channel, and the escape character of the job search's LIKE
-// patterns. A name or a value from a user can be none of them.
+// and wake-up channel, the escape character of the job search's LIKE
+// patterns, and the names of the jobs table and its optional text index
+// (whose existence is read from the server's catalogue). A name or a value
+// from a user can be none of them.
 var allowedLiterals = map[string]bool{
 	`''`: true, `'[]'`: true,
 	`'WAITING'`: true, `'PENDING'`: true, `'BLOCKED'`: true, `'RUNNING'`: true, `'DONE'`: true, `'FAILED'`: true, `'CANCELLED'`: true, `'ACTIVE'`: true,
 	`'1 microsecond'`: true, `'` + postgres.WakeChannel + `'`: true,
 	`'%Y-%m-%d %H:%M:%f'`: true, `'%+.6f seconds'`: true, `'now'`: true, `'$[#]'`: true, `'$[0]'`: true, `'!'`: true,
+	`'lockstep_jobs'`: true, `'lockstep_jobs_text'`: true,
 }
 
 var (

@@ -30,6 +30,7 @@ func Run(t *testing.T, newDriver Factory) {
 	t.Run("Executor", func(t *testing.T) { testExecutor(t, newDriver) })
 	t.Run("Trace", func(t *testing.T) { testTrace(t, newDriver) })
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newDriver) })
+	t.Run("TextIndex", func(t *testing.T) { testTextIndex(t, newDriver) })
 	t.Run("CompleteMany", func(t *testing.T) { testCompleteMany(t, newDriver) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, newDriver) })
 	t.Run("Features", func(t *testing.T) { testFeatures(t, newDriver) })

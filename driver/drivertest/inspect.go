@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/migrate"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -311,4 +312,107 @@ func testCompleteMany(t *testing.T, newDriver Factory) {
 	none, err := ex.JobCompleteMany(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// testTextIndex: a search the newest window does not answer goes on
+// through the optional text index where the dialect has one and it was
+// created, over every job below the window, in one page; without it the
+// page hands back the window's floor.
+func testTextIndex(t *testing.T, newDriver Factory) {
+	ctx := context.Background()
+	t.Run("JobSearchThroughTextIndex", func(t *testing.T) {
+		drv := setup(t, newDriver)
+		ex := drv.Executor()
+		in := make([]driver.JobInsertParams, 60)
+		for i := range in {
+			in[i] = job("q", "k", 0)
+			in[i].Args = []byte(`{"n":` + itoa(i) + `}`)
+		}
+		in[3].Args = []byte(`{"customer":"ACME-4711","note":"weekly digest"}`)
+		in[3].Metadata = []byte(`{"tenant":"Zephyr"}`)
+		in[5].Args = []byte(`{"customer":"acme-4711"}`)
+		in[7].Args = []byte(`{"customer":"Acme-4711"}`)
+		in[7].Queue = "other"
+		ids, err := ex.JobInsertMany(ctx, in)
+		require.NoError(t, err)
+		page := func(search string, before int64, limit int) *rowtype.JobPage {
+			t.Helper()
+			p, err := ex.JobPage(ctx, &rowtype.JobPageParams{Search: search, BeforeID: before, Limit: limit, Window: 10})
+			require.NoError(t, err)
+			return p
+		}
+		idsOf := func(p *rowtype.JobPage) []int64 {
+			out := []int64{}
+			for _, j := range p.Jobs {
+				out = append(out, j.ID)
+			}
+			return out
+		}
+
+		// Without the index: the window holds no match; the page hands
+		// back its floor.
+		p := page("acme-4711", 0, 50)
+		require.Empty(t, p.Jobs)
+		require.False(t, p.Indexed)
+		require.Equal(t, ids[50], p.Next)
+
+		err = migrate.TextIndex(ctx, drv, true)
+		if !drv.Catalog().Capabilities().TextIndex {
+			require.ErrorIs(t, err, migrate.ErrNoTextIndex)
+			return
+		}
+		require.NoError(t, err)
+		has, err := migrate.HasTextIndex(ctx, drv)
+		require.NoError(t, err)
+		require.True(t, has)
+		require.NoError(t, migrate.TextIndex(ctx, drv, true), "creating it again does nothing")
+
+		// With it: every match below the window, newest first, in one
+		// page, whatever the case.
+		p = page("acme-4711", 0, 50)
+		require.True(t, p.Indexed)
+		require.Equal(t, []int64{ids[7], ids[5], ids[3]}, idsOf(p))
+		require.Zero(t, p.Next, "nothing below matched")
+		require.Equal(t, []int64{ids[3]}, idsOf(page("zephyr", 0, 50)), "the metadata, in another case")
+		require.Equal(t, []int64{ids[3]}, idsOf(page("WEEKLY digest", 0, 50)))
+		// Paged: two, then the rest from the cursor.
+		p = page("4711", 0, 2)
+		require.Equal(t, []int64{ids[7], ids[5]}, idsOf(p))
+		require.Equal(t, ids[5], p.Next)
+		require.Equal(t, []int64{ids[3]}, idsOf(page("4711", p.Next, 2)))
+		// The page's filters hold below the window too.
+		p, err = ex.JobPage(ctx, &rowtype.JobPageParams{Search: "acme", Queue: "other", Window: 10})
+		require.NoError(t, err)
+		require.Equal(t, []int64{ids[7]}, idsOf(p))
+		// A search with no word of three characters reads windows only.
+		p = page("{}", 0, 50)
+		require.False(t, p.Indexed)
+		// Inside a word: PostgreSQL's trigrams find it; InnoDB's words
+		// are found by their beginning only.
+		p = page("cme-47", 0, 50)
+		if drv.Dialect() == "postgres" {
+			require.Equal(t, []int64{ids[7], ids[5], ids[3]}, idsOf(p))
+		} else {
+			require.True(t, p.Indexed)
+			require.Empty(t, p.Jobs)
+		}
+		// A job inserted after the index was built is found too.
+		late, err := ex.JobInsertMany(ctx, []driver.JobInsertParams{{Queue: "q", Kind: "k", Args: []byte(`{"customer":"ACME-4711"}`), MaxAttempts: 1}})
+		require.NoError(t, err)
+		filler := make([]driver.JobInsertParams, 12)
+		for i := range filler {
+			filler[i] = job("q", "k", 0)
+		}
+		_, err = ex.JobInsertMany(ctx, filler)
+		require.NoError(t, err)
+		require.Equal(t, []int64{late[0], ids[7], ids[5], ids[3]}, idsOf(page("acme-4711", 0, 50)))
+
+		require.NoError(t, migrate.TextIndex(ctx, drv, false))
+		has, err = migrate.HasTextIndex(ctx, drv)
+		require.NoError(t, err)
+		require.False(t, has)
+		p = page("acme-4711", 0, 50)
+		require.False(t, p.Indexed)
+		require.Empty(t, p.Jobs)
+	})
 }

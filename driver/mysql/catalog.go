@@ -50,6 +50,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		catalog.LimitStartsPrimary: "PRIMARY",
 		catalog.ProcessesPrimary:   "PRIMARY",
 		catalog.HistoryPrimary:     "PRIMARY",
+		catalog.JobsText:           "lockstep_jobs_text",
 	}
 	// statusIndexes are the indexes whose entries change with a job's status.
 	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique, catalog.JobsLimit}
@@ -88,7 +89,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		// No UPDATE ... RETURNING: the claim is a locking read, then an
 		// update by primary key; and the batched DONE cannot say which rows
 		// it changed, so a partial one is redone under job.lock_many.
-		Capabilities: catalog.Capabilities{LockMany: true, StatusIndex: true},
+		Capabilities: catalog.Capabilities{LockMany: true, StatusIndex: true, TextIndex: true},
 	}
 	return catalog.New(spec, append([]catalog.Statement{
 		catalog.Statement{
@@ -470,7 +471,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.ServerVersion, SQL: "SELECT VERSION()",
 		},
-	}, append(limitStatements(statusIndexes), historyStatements()...)...)...)
+	}, append(append(limitStatements(statusIndexes), historyStatements()...), searchStatements(pageFilter)...)...)...)
 }
 
 // Catalog returns the statement catalogue the driver uses on MariaDB

@@ -22,7 +22,7 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/optional/*.sql
 var migrations embed.FS
 
 // Driver runs the queue on a MySQL or MariaDB pool.

@@ -42,6 +42,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.LimitStartsPrimary: "lockstep_limit_starts_pkey",
 		catalog.ProcessesPrimary:   "lockstep_processes_pkey",
 		catalog.HistoryPrimary:     "lockstep_history_pkey",
+		catalog.JobsText:           "lockstep_jobs_text",
 	}
 	statusIndexes := []catalog.Index{catalog.JobsClaim, catalog.JobsHeartbeat, catalog.JobsQueueStatus, catalog.JobsUnique, catalog.JobsLimit}
 	const jobs = "lockstep_jobs"
@@ -52,7 +53,7 @@ func newCatalog() (*catalog.Catalog, error) {
 	jcols := "j." + strings.ReplaceAll(sqlexec.JobColumns, ", ", ", j.")
 	spec := catalog.Spec{
 		Dialect: "postgres", ArrayParams: true, IndexNames: indexNames,
-		Capabilities: catalog.Capabilities{OneStatementClaim: true, LockIDsFirst: true, Notify: true},
+		Capabilities: catalog.Capabilities{OneStatementClaim: true, LockIDsFirst: true, Notify: true, TextIndex: true},
 	}
 	return catalog.New(spec, append([]catalog.Statement{
 		catalog.Statement{
@@ -433,7 +434,7 @@ func newCatalog() (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.ServerVersion, SQL: "SHOW server_version",
 		},
-	}, append(limitStatements(statusIndexes), historyStatements()...)...)...)
+	}, append(append(limitStatements(statusIndexes), historyStatements()...), searchStatements()...)...)...)
 }
 
 // Catalog returns the statement catalogue the driver uses, without a

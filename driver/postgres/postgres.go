@@ -26,7 +26,7 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/optional/*.sql
 var migrations embed.FS
 
 // Driver runs the queue on PostgreSQL.

@@ -37,6 +37,7 @@ apply schema with their own migration tool can take the SQL from
 		newMigrateDownCmd(c),
 		newMigrateStatusCmd(c),
 		newMigratePrintCmd(c),
+		newMigrateTextIndexCmd(c),
 	)
 	return cmd
 }

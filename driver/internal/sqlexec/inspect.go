@@ -130,6 +130,16 @@ func (e *Executor) JobPage(ctx context.Context, p *rowtype.JobPageParams) (*rowt
 	if page.Jobs, err = scanJobs(rows); err != nil {
 		return nil, e.wrap("list jobs", err)
 	}
+	if p.Search != "" && p.RunID == 0 && len(page.Jobs) < limit && examined == int64(window) {
+		// The window did not fill the page and there are older ids: a
+		// search goes on through the text index where there is one,
+		// rather than leave the operator paging window by window.
+		if ok, err := e.searchBelow(ctx, p, page, floor, limit, filter); err != nil {
+			return nil, e.wrap("search jobs", err)
+		} else if ok {
+			return page, nil
+		}
+	}
 	switch {
 	case len(page.Jobs) == limit:
 		page.Next = page.Jobs[len(page.Jobs)-1].ID
