@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,18 +106,40 @@ func BenchmarkPages(b *testing.B) {
 				{"bulk-preview-failed", "/jobs/bulk?action=retry&status=FAILED"},
 				{"bulk-preview-kind-since", "/jobs/bulk?action=delete&kind=planguard&since=1h"},
 			} {
-				b.Run(p.name, func(b *testing.B) {
-					req := httptest.NewRequest(http.MethodGet, p.path, nil)
-					req.Host = "127.0.0.1"
-					for b.Loop() {
-						rec := httptest.NewRecorder()
-						s.ServeHTTP(rec, req)
-						if rec.Code != http.StatusOK {
-							b.Fatalf("GET %s: %d %s", p.path, rec.Code, rec.Body)
-						}
-					}
-				})
+				b.Run(p.name, func(b *testing.B) { benchPage(b, s, p.path, "") })
+			}
+			// The search again with the optional text index ('lockstep
+			// migrate text-index up'): the deep needle is found in one
+			// page.
+			start = time.Now()
+			if err := migrate.TextIndex(ctx, drv, true); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("created the text index in %s", time.Since(start).Round(time.Second))
+			for _, p := range []struct{ name, path, want string }{
+				{"indexed-search-newest", "/jobs?q=needle-new", `id="job-999990"`},
+				{"indexed-search-deep", "/jobs?q=needle-deep", `id="job-500000"`},
+				{"indexed-search-none", "/jobs?q=no-such-text", "the search went through every job by the text index"},
+			} {
+				b.Run(p.name, func(b *testing.B) { benchPage(b, s, p.path, p.want) })
 			}
 		})
+	}
+}
+
+// benchPage renders path each time round, and fails unless it answers
+// 200 with want (when given) in the page.
+func benchPage(b *testing.B, s http.Handler, path, want string) {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = "127.0.0.1"
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+		if want != "" && !strings.Contains(rec.Body.String(), want) {
+			b.Fatalf("GET %s: the page lacks %q", path, want)
+		}
 	}
 }

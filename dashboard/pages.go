@@ -358,6 +358,9 @@ type jobList struct {
 	Rows     []jobRow
 	NextURL  string
 	Examined int
+	// Indexed: the search went on through the text index, over every
+	// job below the page's window.
+	Indexed bool
 	// URL reloads the list (htmx, after an action on the page).
 	URL string
 	// Selectable lists have a checkbox per row (the jobs page's bulk
@@ -399,7 +402,7 @@ func (s *Server) jobPage(ctx context.Context, r *http.Request, p lockstep.JobPag
 		p.BeforeID = page.Next
 	}
 	csrf := info(r).csrfToken
-	l := jobList{Examined: examined, URL: r.URL.RequestURI()}
+	l := jobList{Examined: examined, Indexed: page.Indexed, URL: r.URL.RequestURI()}
 	for _, j := range page.Jobs {
 		l.Rows = append(l.Rows, newJobRow(j, csrf, r.URL.RequestURI()))
 	}

@@ -30,7 +30,7 @@ func (o *jobsListOptions) flags(cmd *cobra.Command) {
 	f.StringVar(&o.status, "status", "", "only jobs in this status: "+statusNames)
 	f.StringVar(&o.queue, "queue", "", "only jobs of this queue")
 	f.StringVar(&o.kind, "kind", "", "only jobs of this kind")
-	f.StringVar(&o.search, "search", "", "only jobs whose args or metadata contain this text (case-insensitive; within each page's --scan window)")
+	f.StringVar(&o.search, "search", "", "only jobs whose args or metadata contain this text (case-insensitive; within each page's --scan window, and below it through the text index if 'lockstep migrate text-index up' created one)")
 	f.StringVar(&o.view, "view", "", "only PENDING jobs that are scheduled (available later) or retrying (after a failed attempt, waiting for the next)")
 	f.Int64Var(&o.before, "before", 0, "list jobs older than this job id (the next page of a listing)")
 	f.IntVar(&o.limit, "limit", 50, "how many jobs to list")
@@ -113,7 +113,7 @@ func (c *app) jobsList(ctx context.Context, o jobsListOptions) error {
 		if o.asJSON {
 			return clienv.JSON(c.Stdout, toJobPageOut(page))
 		}
-		if len(page.Jobs) == 0 && page.Next == 0 {
+		if len(page.Jobs) == 0 && page.Next == 0 && !page.Indexed {
 			_, err := fmt.Fprintln(c.Stdout, "no jobs")
 			return err
 		}
@@ -122,7 +122,7 @@ func (c *app) jobsList(ctx context.Context, o jobsListOptions) error {
 				return err
 			}
 		}
-		writeNextHint(c.Stdout, len(page.Jobs), page.Next, page.Examined)
+		writeNextHint(c.Stdout, len(page.Jobs), page.Next, page.Examined, page.Indexed)
 		return nil
 	})
 }

@@ -190,10 +190,13 @@ type jobPageOut struct {
 	Jobs     []jobOut `json:"jobs"`
 	Next     int64    `json:"next"`
 	Examined int      `json:"examined"`
+	// Indexed: the search went on through the text index, over every
+	// job below the page's window.
+	Indexed bool `json:"indexed"`
 }
 
 func toJobPageOut(p *lockstep.JobPage) jobPageOut {
-	return jobPageOut{Jobs: toJobsOut(p.Jobs), Next: p.Next, Examined: p.Examined}
+	return jobPageOut{Jobs: toJobsOut(p.Jobs), Next: p.Next, Examined: p.Examined, Indexed: p.Indexed}
 }
 
 // writeJobsTable writes jobs as a table, newest first as given. When a
@@ -259,9 +262,12 @@ func availableIn(j *lockstep.JobRow, now time.Time) string {
 	return "in " + outAge(j.AvailableAt.Sub(now))
 }
 
-// writeNextHint tells how to read the next page of a listing.
-func writeNextHint(w io.Writer, shown int, next int64, examined int) {
+// writeNextHint tells how to read the next page of a listing; indexed
+// says a search went through the text index over every older job.
+func writeNextHint(w io.Writer, shown int, next int64, examined int, indexed bool) {
 	switch {
+	case next == 0 && indexed && shown == 0:
+		fmt.Fprintln(w, "no match: the search went through every job by the text index")
 	case next == 0:
 	case shown == 0:
 		fmt.Fprintf(w, "no match among the %d job ids examined; next page: --before %d\n", examined, next)

@@ -88,7 +88,7 @@ func (c *app) runsList(ctx context.Context, o runsListOptions) error {
 		if err := writeRunsTable(c.Stdout, out.Runs); err != nil {
 			return err
 		}
-		writeNextHint(c.Stdout, len(runs), out.Next, 0)
+		writeNextHint(c.Stdout, len(runs), out.Next, 0, false)
 		return nil
 	})
 }

@@ -208,6 +208,13 @@ func checkData(ctx context.Context, db *sql.DB, d dialect, cat *catalog.Catalog,
 	if err != nil {
 		return fmt.Errorf("planguard: %s: %w", distName, err)
 	}
+	if st, ok := cat.Lookup(string(catalog.TextIndexExists)); ok {
+		var n int64
+		if err := db.QueryRowContext(ctx, st.SQL).Scan(&n); err != nil {
+			return fmt.Errorf("planguard: %s: text index: %w", distName, err)
+		}
+		p.textIndex = n > 0
+	}
 	for _, st := range cat.All() {
 		if len(only) > 0 && !slices.Contains(only, string(st.Name)) {
 			continue
@@ -267,9 +274,11 @@ func variantsOf(st catalog.Statement) []string {
 // strict says whether a deviation from the declared index fails the
 // statement on a database that locks tuples, not index records: claims
 // (whose index decides what they read and lock before LIMIT stops them)
-// and the locking reads that fix the order of multi-row writes.
+// and the locking reads that fix the order of multi-row writes; and the
+// search through the text index, whose only reason to exist is that index
+// (a walk down the primary key instead reads every older job).
 func strict(st catalog.Statement) bool {
-	return st.Claim || (st.Locks && st.IDList && len(st.Changes) == 0)
+	return st.Claim || (st.Locks && st.IDList && len(st.Changes) == 0) || st.Finds == catalog.JobsText
 }
 
 // judge compares a plan with the declaration.

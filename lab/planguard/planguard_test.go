@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-queue/lockstep/internal/testdb"
 	"github.com/lockstep-queue/lockstep/lab/planguard"
 	"github.com/lockstep-queue/lockstep/lockdiag/lockview"
+	"github.com/lockstep-queue/lockstep/migrate"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -29,6 +30,9 @@ func openMySQLFamily(t *testing.T, dsn string) driver.Driver {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
 	drivertest.Migrate(t, drv)
+	// The optional text index too, so that the search through it is
+	// explained with the rest.
+	require.NoError(t, migrate.TextIndex(context.Background(), drv, true))
 	return drv
 }
 
@@ -37,6 +41,7 @@ func openPostgres(t *testing.T) driver.Driver {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drv.Close() })
 	drivertest.Migrate(t, drv)
+	require.NoError(t, migrate.TextIndex(context.Background(), drv, true))
 	return drv
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -99,7 +100,9 @@ func walkPostgres(n pgNode, plan *Plan) {
 			for _, c := range n.Plans {
 				collect(c)
 			}
-			a.Index = strings.Join(names, "+")
+			// A BitmapOr of one multi-column index's columns (the text
+			// index's args and metadata) names it once.
+			a.Index = strings.Join(slices.Compact(names), "+")
 		}
 		plan.Accesses = append(plan.Accesses, a)
 	}

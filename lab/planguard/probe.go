@@ -56,6 +56,9 @@ type probe struct {
 	// processID is a registered process, one that claimed RUNNING jobs
 	// when there are any.
 	processID string
+	// textIndex: the optional text index of the job search exists, so
+	// job.search can be explained.
+	textIndex bool
 }
 
 // processRows is how many registered processes a distribution holds.
@@ -385,6 +388,14 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 	// The bulk actions: a window of the primary key as the first of a
 	// scan reads it (a search and a finish time in it), the batch's refs,
 	// and the batch's retry.
+	case catalog.JobSearch:
+		// A search the newest window did not fill, on through the text
+		// index: the words' boolean-mode query (MySQL's MATCH; checked
+		// not empty elsewhere), the window's floor, the page's filter.
+		if !p.textIndex {
+			return "", nil, "the optional text index is not created here ('lockstep migrate text-index up')", nil
+		}
+		return plain("+(planguard* PLANGUARD* Planguard*)", int64(math.MaxInt64), "", "", "", "", "", "", 0, 0, pageSearch, pageSearch, pageSearch, pageLimit)
 	case catalog.JobIDBounds:
 		return plain()
 	case catalog.JobMatch, catalog.JobMatchCount:
