@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockstep-queue/lockstep"
@@ -232,6 +233,7 @@ func (a *actors) bulkCancel(ctx context.Context, rng *rand.Rand, c *lockstep.Cli
 		return
 	}
 	l.bulkPreviewed()
+	a.search(ctx, rng, c)
 	for _, id := range ids {
 		l.cancelJobTried(id)
 	}
@@ -246,6 +248,24 @@ func (a *actors) bulkCancel(ctx context.Context, rng *rand.Rand, c *lockstep.Cli
 			l.cancelJobApplied(id)
 		}
 	}
+}
+
+// search looks for the jobs of one mode, as an operator searching the
+// jobs page would (a window of 50 ids, then the text index if there is
+// one), and counts a job returned without the text as a problem.
+func (a *actors) search(ctx context.Context, rng *rand.Rand, c *lockstep.Client) {
+	mode := []Mode{ModeFailAlways, ModeSnoozeOnce, ModeFailOnce}[rng.IntN(3)]
+	p, err := c.JobPage(ctx, lockstep.JobPageParams{Search: string(mode), Window: 50, Limit: 50})
+	if err != nil {
+		a.unexpected(ctx, "search for "+string(mode), err)
+		return
+	}
+	for _, j := range p.Jobs {
+		if !strings.Contains(strings.ToLower(string(j.Args)+string(j.Metadata)), string(mode)) {
+			a.s.ledger.problem("search for %q returned job %d, whose args are %s", mode, j.ID, j.Args)
+		}
+	}
+	a.s.ledger.searched(p.Indexed)
 }
 
 func sortedUnique(ids []int64) []int64 {

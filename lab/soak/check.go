@@ -145,6 +145,7 @@ func (s *soak) check(res *Result, jobs []*rowtype.JobRow, audit map[int64][]tran
 	res.RunCancelsRefused = l.runCancelsRefused
 	res.SettingsRemovals = l.settingsRemovals
 	res.BulkBatches, res.BulkPreviews = l.bulkBatches, l.bulkPreviews
+	res.Searches, res.SearchesIndexed = l.searches, l.searchesIndexed
 	res.Processes, res.ClaimsNamed = len(l.processes), l.claimsNamed
 	res.JobCancelsRequested, res.JobCancelsApplied = len(l.jobCancelTried), len(l.jobCancelApplied)
 	res.Executions = l.execCount

@@ -74,6 +74,9 @@ type ledger struct {
 	// (cancels of recent jobs, retries of FAILED workflow steps), and
 	// bulkPreviews the previews counted.
 	bulkBatches, bulkPreviews int
+	// searches counts the actors' job searches, searchesIndexed those
+	// that went on through the text index.
+	searches, searchesIndexed int
 	// processes are the process ids the pools' clients registered at each
 	// Start, with the pool; processOf is each pool's current one.
 	processes map[string]int
@@ -202,6 +205,15 @@ func (l *ledger) bulkDone(batches int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.bulkBatches += batches
+}
+
+func (l *ledger) searched(indexed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.searches++
+	if indexed {
+		l.searchesIndexed++
+	}
 }
 
 func (l *ledger) bulkPreviewed() {

@@ -41,6 +41,11 @@ type Result struct {
 	// (cancels and retries), BulkPreviews the previews counted.
 	BulkBatches  int `json:"bulk_batches"`
 	BulkPreviews int `json:"bulk_previews"`
+	// Searches counts the job searches made under the load (each result
+	// checked to hold the text), SearchesIndexed those that went on
+	// through the optional text index (Config.TextIndex).
+	Searches        int `json:"searches"`
+	SearchesIndexed int `json:"searches_indexed"`
 	// Processes counts the process ids the pools' clients registered (one
 	// per Start); ClaimsNamed the executions whose claimed_by named the
 	// executing pool's process.
@@ -195,6 +200,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("runs", "%d created, %d cancelled (%d more cancels refused: run finished)", r.RunsCreated, r.RunsCancelled, r.RunCancelsRefused)
 	row("queue settings", "%d max-workers caps removed (queue.delete)", r.SettingsRemovals)
 	row("bulk actions", "%d batches written, %d previews counted", r.BulkBatches, r.BulkPreviews)
+	row("searches", "%d, %d of them on through the text index", r.Searches, r.SearchesIndexed)
 	row("jobs enqueued", "%d (%d more refused: run cancelled)", r.JobsEnqueued, r.EnqueueRefused)
 	row("jobs finished", "%d DONE, %d FAILED, %d CANCELLED", r.Done, r.Failed, r.Cancelled)
 	row("history", "%d done in the rollup, as the pools reported per queue", r.HistoryDone)

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -226,6 +227,11 @@ func (s *soak) prepare(ctx context.Context) error {
 	}
 	if len(applied) > 0 {
 		s.progress("migrated the schema to version %d", m.Latest())
+	}
+	if s.cfg.TextIndex {
+		if err := migrate.TextIndex(ctx, s.own, true); err != nil && !errors.Is(err, migrate.ErrNoTextIndex) {
+			return fmt.Errorf("soak: text index: %w", err)
+		}
 	}
 	var jobs, runs int64
 	err = s.own.DB().QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM lockstep_jobs), (SELECT COUNT(*) FROM lockstep_runs)").Scan(&jobs, &runs)

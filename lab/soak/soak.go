@@ -70,6 +70,10 @@ type Config struct {
 	MaxBacklog int
 	// DrainTimeout bounds the drain after the load. Default 2 minutes.
 	DrainTimeout time.Duration
+	// TextIndex creates the job search's optional text index before the
+	// load, where the dialect has one: every insert and delete of the
+	// load writes it, and the searches go on through it.
+	TextIndex bool
 }
 
 func (c Config) withDefaults() (Config, error) {

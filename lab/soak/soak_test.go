@@ -111,6 +111,17 @@ func mysqlRepeatableRead(name string, fresh func(testing.TB) string) target {
 	}, "REPEATABLE-READ", "REPEATABLE READ"}
 }
 
+// withTextIndex: the targets whose soak runs with the job search's
+// optional text index, one of each server (InnoDB's FULLTEXT writes a
+// hidden unique index on every insert and delete), the others without.
+func withTextIndex(target string) bool {
+	switch target {
+	case "MariaDB-RepeatableRead", "OracleMySQL-ReadCommitted", "PostgreSQL":
+		return true
+	}
+	return false
+}
+
 // TestSoak is the mixed soak on every database. Each subtest asserts that
 // the server counted no deadlock, that no job was lost or finished twice,
 // that every other check held, and that the soak really exercised
@@ -133,6 +144,7 @@ func TestSoak(t *testing.T) {
 				Logger:           slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError})),
 				Progress:         &testWriter{t: t},
 				ProgressInterval: 10 * time.Second,
+				TextIndex:        withTextIndex(tg.name),
 			})
 			if res != nil {
 				t.Log("\n" + res.Table())
@@ -163,6 +175,12 @@ func TestSoak(t *testing.T) {
 			require.Positive(t, res.SettingsRemovals, "queue settings removed")
 			require.Positive(t, res.BulkBatches, "bulk batches written")
 			require.Positive(t, res.BulkPreviews, "bulk previews counted")
+			require.Positive(t, res.Searches, "searches")
+			if withTextIndex(tg.name) && tg.name != "SQLite" {
+				require.Positive(t, res.SearchesIndexed, "searches through the text index")
+			} else {
+				require.Zero(t, res.SearchesIndexed, "no text index, no search through it")
+			}
 			require.Positive(t, res.Processes, "processes registered")
 			require.Positive(t, res.ClaimsNamed, "claims naming their process")
 			require.Positive(t, res.EnqueueRefused, "enqueues into a cancelled run, refused")
