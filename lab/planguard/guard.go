@@ -274,11 +274,12 @@ func variantsOf(st catalog.Statement) []string {
 // strict says whether a deviation from the declared index fails the
 // statement on a database that locks tuples, not index records: claims
 // (whose index decides what they read and lock before LIMIT stops them)
-// and the locking reads that fix the order of multi-row writes; and the
-// search through the text index, whose only reason to exist is that index
-// (a walk down the primary key instead reads every older job).
+// and the locking reads that fix the order of multi-row writes. (The
+// search through the text index is not: on a small table PostgreSQL
+// rightly walks the primary key; on a million jobs it takes the index,
+// which the dashboard benchmark checks by finding the deep match.)
 func strict(st catalog.Statement) bool {
-	return st.Claim || (st.Locks && st.IDList && len(st.Changes) == 0) || st.Finds == catalog.JobsText
+	return st.Claim || (st.Locks && st.IDList && len(st.Changes) == 0)
 }
 
 // judge compares a plan with the declaration.
