@@ -77,10 +77,7 @@ func migrationFailure(me *migrate.MigrationError, dialect string) error {
 		e.details = append(e.details, "the database said: "+oneLine(me.Err))
 		return e
 	}
-	e.details = append(e.details,
-		fmt.Sprintf("statement %d of %d, line %d of %s:", se.Index, se.Count, se.Line, me.File()),
-		"  "+outSafe(migrate.FirstLine(se.Statement, 100), false),
-		"the database said: "+oneLine(se.Err))
+	e.details = append(e.details, statementDetails(se, me.File())...)
 	switch {
 	case dialect == dsn.MySQL && se.Index > 1:
 		// MySQL and MariaDB commit each DDL statement as it runs: the
@@ -92,6 +89,16 @@ func migrationFailure(me *migrate.MigrationError, dialect string) error {
 		e.details = append(e.details, "nothing of this migration was applied: its transaction was rolled back")
 	}
 	return e
+}
+
+// statementDetails are the lines that say which statement of file the
+// database refused, how it starts, and what the database said.
+func statementDetails(se *migrate.StatementError, file string) []string {
+	return []string{
+		fmt.Sprintf("statement %d of %d, line %d of %s:", se.Index, se.Count, se.Line, file),
+		"  " + outSafe(migrate.FirstLine(se.Statement, 100), false),
+		"the database said: " + oneLine(se.Err),
+	}
 }
 
 func newMigrateUpCmd(c *app) *cobra.Command {

@@ -126,10 +126,6 @@ func textIndexFailure(err error, verb string) error {
 	}
 	return &detailedError{
 		headline: "migrate text-index " + verb + ": failed",
-		details: []string{
-			fmt.Sprintf("statement %d of %d, line %d of text_index.%s.sql:", se.Index, se.Count, se.Line, verb),
-			"  " + outSafe(migrate.FirstLine(se.Statement, 100), false),
-			"the database said: " + oneLine(se.Err),
-		},
+		details:  statementDetails(se, "text_index."+verb+".sql"),
 	}
 }

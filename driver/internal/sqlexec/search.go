@@ -88,7 +88,7 @@ func (e *Executor) HasTextIndex(ctx context.Context) (bool, error) {
 // not exist.
 func (e *Executor) searchBelow(ctx context.Context, p *rowtype.JobPageParams, page *rowtype.JobPage, floor int64, limit int, filter []any) (bool, error) {
 	words := searchWords(p.Search)
-	if len(words) == 0 || !e.caps().TextIndex {
+	if len(words) == 0 {
 		return false, nil
 	}
 	ok, err := e.HasTextIndex(ctx)
