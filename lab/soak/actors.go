@@ -306,7 +306,18 @@ func (a *actors) settings(ctx context.Context, rng *rand.Rand) {
 // return them. Later it tries the finish the dead worker would have sent,
 // fenced on the attempt it claimed, once the job has moved on.
 func (a *actors) deadWorker(ctx context.Context, rng *rand.Rand, d *deadWorker) {
-	for a.pause(time.Duration(150+rng.IntN(250)) * time.Millisecond) {
+	// Until its first claim takes a job it tries every few milliseconds:
+	// the workers drain the queues as fast as jobs arrive, so on a loaded
+	// machine a short soak's few rounds at the usual pace could all find
+	// nothing, and the reaper and the fence would go untested.
+	claimed := false
+	next := func() time.Duration {
+		if !claimed {
+			return time.Duration(5+rng.IntN(10)) * time.Millisecond
+		}
+		return time.Duration(150+rng.IntN(250)) * time.Millisecond
+	}
+	for a.pause(next()) {
 		// A busy or deadlocked claim is tried again at once, with backoff,
 		// as a worker's would be (RetryTx): on SQLite under a loaded
 		// machine every round's single try could otherwise be turned away.
@@ -325,6 +336,7 @@ func (a *actors) deadWorker(ctx context.Context, rng *rand.Rand, d *deadWorker) 
 			a.unexpected(ctx, "dead worker claim", err)
 		default:
 			a.s.ledger.deadClaimed(jobs)
+			claimed = claimed || len(jobs) > 0
 			for _, j := range jobs {
 				d.abandoned = append(d.abandoned, abandoned{ref{j.ID, j.Attempts}, j.Queue, j.LimitKey})
 			}
