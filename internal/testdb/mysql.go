@@ -127,28 +127,7 @@ func launchMySQL(dir, mariadbd, installDB string, durable bool) (*server, error)
 		if err != nil {
 			return nil, err
 		}
-		args := append([]string{
-			"--no-defaults", // must come first; the host's my.cnf must not leak in
-			"--datadir=" + dataDir,
-			"--tmpdir=" + tmpDir,
-			"--socket=" + filepath.Join(dir, "mysqld.sock"),
-			"--pid-file=" + filepath.Join(dir, "mysqld.pid"),
-			"--log-error=" + errorLog,
-			fmt.Sprintf("--port=%d", port),
-			"--bind-address=127.0.0.1",
-			"--skip-name-resolve",
-			"--skip-log-bin",
-			"--max-connections=500",
-			"--character-set-server=utf8mb4",
-			"--collation-server=utf8mb4_general_ci",
-			// Matches loc=UTC in the DSNs, so NOW() and Go agree.
-			"--default-time-zone=+00:00",
-			// Tests inspect deadlocks through the error log.
-			"--innodb-print-all-deadlocks=ON",
-			// io_uring/libaio are often blocked by container seccomp
-			// profiles; simulated AIO works everywhere.
-			"--innodb-use-native-aio=0",
-		}, userArgs...)
+		args := append(mariadbArgs(dir, dataDir, tmpDir, errorLog, port), userArgs...)
 		args = append(args, mysqlSettings(durable)...)
 		logStart := fileSize(errorLog)
 		s, err := runMySQL(dir, mariadbd, args, port, errorLog)
@@ -163,13 +142,41 @@ func launchMySQL(dir, mariadbd, installDB string, durable bool) (*server, error)
 	return nil, lastErr
 }
 
+// mariadbArgs are the options every mariadbd we start runs with: its files
+// in dir, TCP on 127.0.0.1:port only, and the settings tests rely on.
+func mariadbArgs(dir, dataDir, tmpDir, errorLog string, port int) []string {
+	return []string{
+		"--no-defaults", // must come first; the host's my.cnf must not leak in
+		"--datadir=" + dataDir,
+		"--tmpdir=" + tmpDir,
+		"--socket=" + filepath.Join(dir, "mysqld.sock"),
+		"--pid-file=" + filepath.Join(dir, "mysqld.pid"),
+		"--log-error=" + errorLog,
+		fmt.Sprintf("--port=%d", port),
+		"--bind-address=127.0.0.1",
+		"--skip-name-resolve",
+		"--skip-log-bin",
+		"--max-connections=500",
+		"--character-set-server=utf8mb4",
+		"--collation-server=utf8mb4_general_ci",
+		// Matches loc=UTC in the DSNs, so NOW() and Go agree.
+		"--default-time-zone=+00:00",
+		// Tests inspect deadlocks through the error log.
+		"--innodb-print-all-deadlocks=ON",
+		// io_uring/libaio are often blocked by container seccomp
+		// profiles; simulated AIO works everywhere.
+		"--innodb-use-native-aio=0",
+	}
+}
+
 func runMySQL(dir, mariadbd string, args []string, port int, errorLog string) (*server, error) {
-	return runMySQLCommand(dir, func() *exec.Cmd { return exec.Command(mariadbd, args...) }, port, errorLog)
+	return runMySQLCommand(dir, func() *exec.Cmd { return exec.Command(mariadbd, args...) }, nil, port, errorLog)
 }
 
 // runMySQLCommand starts the server newCmd builds (mariadbd, or Oracle's
-// mysqld through chroot) and waits until root can connect over TCP.
-func runMySQLCommand(dir string, newCmd func() *exec.Cmd, port int, errorLog string) (*server, error) {
+// mysqld through chroot) as cred (nil: as this process) and waits until
+// root can connect over TCP.
+func runMySQLCommand(dir string, newCmd func() *exec.Cmd, cred *syscall.Credential, port int, errorLog string) (*server, error) {
 	launch := func() (*proc.Process, error) {
 		logFile, err := openLog(errorLog)
 		if err != nil {
@@ -180,7 +187,7 @@ func runMySQLCommand(dir string, newCmd func() *exec.Cmd, port int, errorLog str
 		cmd.Dir = dir
 		// Errors from before the error log is opened (bad options) go here too.
 		cmd.Stdout, cmd.Stderr = logFile, logFile
-		return proc.Start(cmd, nil)
+		return proc.Start(cmd, cred)
 	}
 	p, err := launch()
 	if err != nil {

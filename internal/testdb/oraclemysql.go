@@ -156,7 +156,7 @@ func launchOracleMySQL(root, dir, chroot string, durable bool) (*server, error) 
 			"--innodb-use-native-aio=0",
 		}, oracleMySQLSettings(durable)...)
 		logStart := fileSize(errorLog)
-		s, err := runMySQLCommand(dir, func() *exec.Cmd { return exec.Command(chroot, args...) }, port, errorLog)
+		s, err := runMySQLCommand(dir, func() *exec.Cmd { return exec.Command(chroot, args...) }, nil, port, errorLog)
 		if err == nil {
 			return s, nil
 		}

@@ -111,6 +111,7 @@ var registry struct {
 	mysql       lazyServer
 	oracleMySQL lazyServer
 	postgres    lazyServer
+	galera      lazyCluster
 }
 
 // Main runs the tests, then stops and removes every server this binary
@@ -128,6 +129,12 @@ func Main(m *testing.M) int {
 		}
 		if err := l.srv.close(); err != nil {
 			fmt.Fprintf(os.Stderr, "testdb: cleaning up: %v\n", err)
+		}
+	}
+	registry.galera.once.Do(func() { registry.galera.err = errors.New("testdb: Main has already stopped the test servers") })
+	if c := registry.galera.c; c != nil {
+		if err := c.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "testdb: cleaning up the Galera cluster: %v\n", err)
 		}
 	}
 	return code
