@@ -4,8 +4,10 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: deps deps-oracle-mysql vet tidy-check test demo bench-dashboard bench bench-smoke bench-check bench-build
 
-# internal/testdb starts throwaway MariaDB and PostgreSQL servers from these
-# binaries; it never uses a system service, so only the packages are needed.
+# internal/testdb starts throwaway MariaDB and PostgreSQL servers, and a
+# three-node MariaDB Galera cluster (galera-4's provider, rsync for the
+# joiners' state transfer), from these binaries; it never uses a system
+# service, so only the packages are needed.
 # internal/browser drives Debian's chromium through chromium-driver; its tests
 # fail, not skip, without them. apt-get update runs only if something is missing.
 deps: deps-oracle-mysql
@@ -19,6 +21,10 @@ deps: deps-oracle-mysql
 	if [ -z "$$have_my" ] || [ -z "$$have_pg" ]; then \
 	  pkgs="mariadb-server postgresql"; \
 	fi; \
+	if [ ! -e /usr/lib/galera/libgalera_smm.so ] && [ ! -e /usr/lib/libgalera_smm.so ]; then \
+	  pkgs="$$pkgs galera-4"; \
+	fi; \
+	command -v rsync >/dev/null 2>&1 || pkgs="$$pkgs rsync"; \
 	if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 	  pkgs="$$pkgs chromium chromium-driver"; \
 	fi; \
