@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 // TestDashboardHistory: on each database the overview draws the rollup's
 // counts with labelled axes, filters by the range, queue and kind chosen
 // from select boxes, a queue's page charts that queue, an empty range is
-// zeros, and the kinds page sums each kind's last hour and day.
+// zeros, and the kinds page sums each kind's last hour and day, in the
+// table its own refresh reloads.
 func TestDashboardHistory(t *testing.T) {
 	for _, db := range databases() {
 		t.Run(db.name, func(t *testing.T) {
@@ -31,7 +33,11 @@ func TestDashboardHistory(t *testing.T) {
 			require.Contains(t, body, `data-testid="history-rate-ylabel">jobs/min<`)
 			require.Contains(t, body, `data-testid="history-failure-ylabel">% failed<`)
 			require.Contains(t, body, `data-testid="history-rate-xlabel">time (UTC)<`)
-			require.Contains(t, b.page("/kinds"), `data-testid="kinds-none"`)
+			kinds := b.page("/kinds")
+			require.Contains(t, kinds, `data-testid="kinds-none"`)
+			// The table reloads itself, as the other list pages do: htmx
+			// fetches the page and keeps its #kinds.
+			require.Contains(t, kinds, `<div id="kinds" hx-get="/kinds" hx-trigger="every 10s" hx-select="#kinds" hx-swap="outerHTML">`)
 
 			now := time.Now().UTC().Truncate(time.Minute)
 			require.NoError(t, drv.Executor().HistoryAdd(ctx, []lockstep.HistoryRow{
@@ -60,7 +66,7 @@ func TestDashboardHistory(t *testing.T) {
 			require.Contains(t, q, `data-testid="history-done">35<`)
 			require.NotContains(t, q, `data-testid="history-queue"`)
 
-			k := b.page("/kinds")
+			k := b.do(http.MethodGet, "/kinds", nil, map[string]string{"HX-Request": "true"}).body
 			require.Contains(t, k, `data-testid="kind-send"`)
 			require.Contains(t, k, `data-testid="kind-charge-day-done">7<`)
 			require.Contains(t, k, `25%`)

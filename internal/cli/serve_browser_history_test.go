@@ -17,7 +17,8 @@ import (
 // TestServeBrowserHistory: in headless Chromium, the overview draws the
 // history rollup's last 6 hours (axis labels, UTC ticks, a known count),
 // a queue chosen from its select box redraws the section (htmx), and the
-// Kinds page sums each kind. Screenshots of both are saved
+// Kinds page sums each kind, reloading its table by itself when a new
+// kind finishes. Screenshots of both are saved
 // ($LOCKSTEP_TEST_SCREENSHOTS, else a temporary directory): history.png
 // and kinds.png.
 func TestServeBrowserHistory(t *testing.T) {
@@ -85,6 +86,21 @@ s.value = "mail"; s.dispatchEvent(new Event('change', {bubbles: true}));`)
 	require.NoError(t, sess.WaitForText(ctx, `[data-testid="kind-build"]`, "2.5s"))
 	require.NoError(t, sess.Screenshot(ctx, filepath.Join(dir, "kinds.png")))
 	t.Logf("screenshots: %s", dir)
+
+	// The Kinds table reloads itself (every 10 s, the rollup's flush
+	// interval): a kind that finishes its first job appears, and the page
+	// was not reloaded (the mark set on its window is still there).
+	_, err = sess.ExecuteScript(ctx, `window.lockstepMark = "before"`)
+	require.NoError(t, err)
+	require.NoError(t, drv.Executor().HistoryAdd(ctx, []lockstep.HistoryRow{
+		{Bucket: now.Add(-time.Minute), Queue: "mail", Kind: "digest", Done: 1234, RunMillis: 1234 * 40},
+	}))
+	refreshed, cancelRefresh := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelRefresh()
+	require.NoError(t, sess.WaitForText(refreshed, `[data-testid="kind-digest"]`, "1,234"))
+	mark, err := sess.ExecuteScript(ctx, `return window.lockstepMark`)
+	require.NoError(t, err)
+	require.Equal(t, `"before"`, string(mark), "the table is swapped in, the page is not reloaded")
 	require.Equal(t, 0, stop())
 }
 
