@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"context"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -107,4 +108,31 @@ func TestCheckVersion(t *testing.T) {
 	}
 	_, err := mysql.CheckVersion("5.7")
 	require.ErrorContains(t, err, "needs 8.0.1", "a version without a patch part is still read")
+}
+
+// galeraFactory gives the conformance suite fresh databases on the shared
+// three-node Galera cluster; each pool a test opens goes through the next
+// node, as processes spread over the nodes would, and each test's first
+// pool through the node after the last test's, so that every node takes
+// every kind of write.
+func galeraFactory() drivertest.Factory {
+	var tests atomic.Int64
+	return func(t *testing.T) drivertest.Opener {
+		dsns := testdb.Galera(t)
+		next := int(tests.Add(1))
+		return func(t *testing.T) driver.Driver {
+			dsn := dsns[next%len(dsns)]
+			next++
+			d, err := mysql.Open(context.Background(), dsn)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = d.Close() })
+			return d
+		}
+	}
+}
+
+// TestConformanceGalera runs the conformance suite on a MariaDB Galera
+// cluster, a test's pools spread over its nodes.
+func TestConformanceGalera(t *testing.T) {
+	drivertest.Run(t, galeraFactory())
 }
