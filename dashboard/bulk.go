@@ -166,13 +166,15 @@ func parseBulk(v url.Values, now time.Time) (bulkRequest, bool) {
 		b.IDs = append(b.IDs, id)
 	}
 	status, ok := parseStatus(v.Get("status"))
+	if !ok {
+		return b, false
+	}
+	// The failed view is the FAILED status.
+	status, view, ok := parseView(v.Get("view"), status)
 	if !ok || status != "" && !action.Applies(status) {
 		return b, false
 	}
-	view := lockstep.JobView(v.Get("view"))
-	if view != "" && view != lockstep.ViewScheduled && view != lockstep.ViewRetrying {
-		return b, false
-	}
+	view = pendingView(view)
 	run, err := strconv.ParseInt(orZero(v.Get("run")), 10, 64)
 	if err != nil || run < 0 {
 		return b, false

@@ -539,9 +539,12 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	before, ok1 := queryID(r, "before")
 	status, ok2 := parseStatus(qs.Get("status"))
 	queue, kind := qs.Get("queue"), qs.Get("kind")
-	view := lockstep.JobView(qs.Get("view"))
 	search := strings.TrimSpace(qs.Get("q"))
-	ok3 := view == "" || view == lockstep.ViewScheduled || view == lockstep.ViewRetrying
+	if ok2 && isFailedView(qs.Get("view")) && status != "" && status != lockstep.StatusFailed {
+		s.renderError(w, r, http.StatusBadRequest, "bad filter: the failed view is the FAILED jobs; choose it with the status all or FAILED")
+		return
+	}
+	status, view, ok3 := parseView(qs.Get("view"), status)
 	if !ok1 || !ok2 || !ok3 || len(queue) > 128 || len(kind) > 128 || len(search) > lockstep.MaxSearchLen {
 		s.renderError(w, r, http.StatusBadRequest, "bad filter")
 		return
@@ -581,7 +584,7 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	jobs, err := s.jobPage(ctx, r, lockstep.JobPageParams{Status: status, Queue: queue, Kind: kind, View: view, Search: search, BeforeID: before}, "/jobs", q)
+	jobs, err := s.jobPage(ctx, r, lockstep.JobPageParams{Status: status, Queue: queue, Kind: kind, View: pendingView(view), Search: search, BeforeID: before}, "/jobs", q)
 	if err != nil {
 		s.dbError(w, r, "list jobs", err)
 		return
@@ -620,9 +623,41 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "jobs.html", "layout", jobsData{
 		base: s.base(r, "Jobs", "jobs"), Jobs: jobs, Statuses: statusLinks("/jobs", q, status),
 		Status: status, Queue: queue, Kind: kind, View: view, Search: search, ByID: byID, ByRun: byRun, Queues: queues, Kinds: kinds,
-		Views: []lockstep.JobView{lockstep.ViewScheduled, lockstep.ViewRetrying},
+		Views: []lockstep.JobView{lockstep.ViewScheduled, lockstep.ViewRetrying, viewFailed},
 		Bulk:  bulkLinks(status, q),
 	})
+}
+
+// viewFailed is the failed view, also called dead: the FAILED jobs, those
+// with no attempt left (or failed permanently). It is a status rather than
+// one of the views of PENDING jobs (JobPageParams.View): the pages read it
+// as the FAILED status filter and keep its name in their links.
+const viewFailed lockstep.JobView = "failed"
+
+// isFailedView reports whether a view parameter names the failed view.
+func isFailedView(v string) bool { return v == string(viewFailed) || v == "dead" }
+
+// parseView reads a view parameter beside the status filter: a view of
+// PENDING jobs, or the failed view (by either name), returned as the
+// FAILED status; false for an unknown view, or the failed view beside
+// another status.
+func parseView(v string, status lockstep.JobStatus) (lockstep.JobStatus, lockstep.JobView, bool) {
+	switch {
+	case v == "" || v == string(lockstep.ViewScheduled) || v == string(lockstep.ViewRetrying):
+		return status, lockstep.JobView(v), true
+	case isFailedView(v) && (status == "" || status == lockstep.StatusFailed):
+		return lockstep.StatusFailed, viewFailed, true
+	}
+	return "", "", false
+}
+
+// pendingView is the view a job page reads: none for the failed view,
+// which is its status filter.
+func pendingView(v lockstep.JobView) lockstep.JobView {
+	if v == viewFailed {
+		return ""
+	}
+	return v
 }
 
 // bulkLink is a bulk action over the jobs page's filter: its preview.

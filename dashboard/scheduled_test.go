@@ -18,7 +18,8 @@ import (
 // shown as ready. The queues table and the queue's page count them as
 // Scheduled, and each one's row in a job list says when it becomes
 // available. (The mail queue of 200 delayed jobs used to read "200
-// PENDING, Oldest available —".)
+// PENDING, Oldest available —".) The failed (dead) view lists the jobs
+// that failed for good.
 func TestDashboardShowsScheduledJobs(t *testing.T) {
 	ctx := context.Background()
 	drv := openSQLite(t)
@@ -57,7 +58,30 @@ func TestDashboardShowsScheduledJobs(t *testing.T) {
 	require.Contains(t, view, `<option value="mail" selected>mail</option>`)
 	require.Contains(t, view, `<option value="work">work</option>`)
 	require.NotContains(t, b.page("/jobs?view=retrying&queue=mail"), `id="job-`, "no job of mail has failed an attempt")
-	require.Equal(t, http.StatusBadRequest, b.get("/jobs?view=dead").status)
+	require.Equal(t, http.StatusBadRequest, b.get("/jobs?view=later").status)
+
+	// The failed view, also called dead: the jobs that failed for good
+	// (FAILED, no attempt left or failed permanently), chosen from the same
+	// select; its list reloads and its bulk actions keep to those jobs.
+	for _, v := range []string{"failed", "dead"} {
+		failedView := b.page("/jobs?view=" + v)
+		require.Contains(t, failedView, fmt.Sprintf(`id="job-%d"`, f.failed), v)
+		require.Contains(t, failedView, f.failureMessage[:len("the printer is on fire")], "with its last error")
+		for _, other := range []int64{f.doneA, later, ready} {
+			require.NotContains(t, failedView, fmt.Sprintf(`id="job-%d"`, other), v)
+		}
+		require.Contains(t, failedView, `<option value="failed" selected>failed</option>`)
+		require.Contains(t, failedView, `<option value="FAILED" selected>FAILED</option>`)
+		require.Contains(t, failedView, `<div id="jobs" hx-get="/jobs?view=`+v+`"`)
+		require.Contains(t, failedView, `href="/jobs/bulk?action=retry&amp;status=FAILED&amp;view=failed"`)
+		require.NotContains(t, failedView, `data-testid="bulk-all-cancel"`, "FAILED jobs cannot be cancelled")
+	}
+	require.Contains(t, b.page("/jobs?view=failed&status=FAILED"), fmt.Sprintf(`id="job-%d"`, f.failed))
+	r := b.get("/jobs?view=dead&status=PENDING")
+	require.Equal(t, http.StatusBadRequest, r.status)
+	require.Contains(t, r.body, "the failed view is the FAILED jobs")
+	require.Regexp(t, `data-testid="bulk-count"><strong>1</strong> job would be retried now`, b.page("/jobs/bulk?action=retry&view=dead"))
+	require.Equal(t, http.StatusBadRequest, b.get("/jobs/bulk?action=cancel&view=failed").status, "FAILED jobs cannot be cancelled")
 
 	// A RUNNING job says for how long, and how old its heartbeat is.
 	res, err = f.client.Insert(ctx, okArgs{N: 4}, &lockstep.InsertOpts{Queue: "busy"})

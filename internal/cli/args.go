@@ -61,6 +61,35 @@ func parseStatusFlag(s string) (lockstep.JobStatus, error) {
 	return "", fmt.Errorf("unknown job status %q: use %s", s, statusNames)
 }
 
+// The failed view, also called dead: the FAILED jobs, those with no
+// attempt left (or failed permanently), which only a retry brings back. It
+// is a status rather than a view of PENDING jobs, so it is read as
+// --status FAILED.
+const (
+	viewFailed = "failed"
+	viewDead   = "dead"
+)
+
+// viewNames is the views as help and error texts list them.
+const viewNames = "scheduled, retrying or failed (also dead)"
+
+// parseViewFlag reads --view with the status already given: a view of
+// PENDING jobs (scheduled, retrying), or the failed view, returned as the
+// FAILED status (refused beside another --status).
+func parseViewFlag(view string, status lockstep.JobStatus) (lockstep.JobStatus, lockstep.JobView, error) {
+	switch v := strings.ToLower(strings.TrimSpace(view)); v {
+	case "", string(lockstep.ViewScheduled), string(lockstep.ViewRetrying):
+		return status, lockstep.JobView(v), nil
+	case viewFailed, viewDead:
+		if status != "" && status != lockstep.StatusFailed {
+			return "", "", fmt.Errorf("--view %s is the FAILED jobs (no attempt left); it cannot be combined with --status %s", v, status)
+		}
+		return lockstep.StatusFailed, "", nil
+	default:
+		return "", "", fmt.Errorf("unknown --view %q: use %s", view, viewNames)
+	}
+}
+
 // checkListFlags checks a listing's paging flags before the database is
 // opened.
 func checkListFlags(before int64, limit, countLimit int) error {

@@ -32,7 +32,7 @@ func (o *bulkOptions) flags(cmd *cobra.Command) {
 	f.StringVar(&o.status, "status", "", "only jobs in this status")
 	f.StringVar(&o.queue, "queue", "", "only jobs of this queue")
 	f.StringVar(&o.kind, "kind", "", "only jobs of this kind")
-	f.StringVar(&o.view, "view", "", "only PENDING jobs of a view: scheduled or retrying")
+	f.StringVar(&o.view, "view", "", "only jobs of a view: scheduled or retrying (PENDING), or failed (also dead: FAILED, no attempt left)")
 	f.StringVar(&o.search, "search", "", "only jobs whose args or metadata contain this text (case-insensitive)")
 	f.Int64Var(&o.runID, "run", 0, "only jobs of this run")
 	f.DurationVar(&o.since, "since", 0, "only jobs that finished within this long (e.g. 1h)")
@@ -93,16 +93,15 @@ func (o bulkOptions) params(action lockstep.BulkAction) (lockstep.BulkParams, er
 		if err != nil {
 			return p, err
 		}
-		if !action.Applies(st) {
-			return p, fmt.Errorf("jobs %s applies to %s jobs, not %s", action, statusList(action.Statuses()), st)
-		}
 		f.Status = st
 	}
-	switch v := lockstep.JobView(strings.ToLower(strings.TrimSpace(o.view))); v {
-	case "", lockstep.ViewScheduled, lockstep.ViewRetrying:
-		f.View = v
-	default:
-		return p, fmt.Errorf("unknown --view %q: use scheduled or retrying", o.view)
+	st, view, err := parseViewFlag(o.view, f.Status)
+	if err != nil {
+		return p, err
+	}
+	f.Status, f.View = st, view
+	if f.Status != "" && !action.Applies(f.Status) {
+		return p, fmt.Errorf("jobs %s applies to %s jobs, not %s", action, statusList(action.Statuses()), f.Status)
 	}
 	switch {
 	case len(o.search) > lockstep.MaxSearchLen:

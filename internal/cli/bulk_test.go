@@ -33,6 +33,14 @@ func TestCLIJobsBulk(t *testing.T) {
 
 		require.Equal(t, "6 jobs match: retry would apply to those that are FAILED.\nnothing changed: run again with --yes to retry them\n",
 			l.OK("jobs", "retry", "--kind", "send", "--since", "1h"))
+		// The failed (dead) view is the FAILED jobs: retry and delete take
+		// it, cancel does not apply to them.
+		var preview bulkOut
+		for _, action := range []string{"retry", "delete"} {
+			l.json(&preview, "jobs", action, "--view", "dead", "--queue", "mail")
+			require.Equal(t, bulkOut{Action: action, Preview: true, Selected: 6}, preview, action)
+		}
+		require.Equal(t, "lockstep: jobs cancel applies to WAITING, PENDING, BLOCKED or RUNNING jobs, not FAILED", l.Fail("jobs", "cancel", "--view", "failed"))
 		require.Equal(t, "FAILED", string(l.job(ids[0]).Status))
 		require.Equal(t, "6 jobs retried in 3 batches; 0 skipped (no longer FAILED)\n",
 			l.OK("jobs", "retry", "--kind", "send", "--since", "1h", "--batch", "2", "--yes"))
@@ -54,7 +62,7 @@ func TestCLIJobsBulk(t *testing.T) {
 		require.Equal(t, "lockstep: jobs retry applies to FAILED jobs, not PENDING", l.Fail("jobs", "retry", "--status", "pending"))
 		require.Equal(t, "lockstep: --batch must be 1 to 5000, got 0", l.Fail("jobs", "cancel", "--batch", "0"))
 		require.Equal(t, `lockstep: invalid job id "x": want a positive integer`, l.Fail("jobs", "delete", "--id", "x"))
-		require.Equal(t, `lockstep: unknown --view "later": use scheduled or retrying`, l.Fail("jobs", "cancel", "--view", "later"))
+		require.Equal(t, `lockstep: unknown --view "later": use scheduled, retrying or failed (also dead)`, l.Fail("jobs", "cancel", "--view", "later"))
 		require.Equal(t, "lockstep: --since selects jobs by when they finished; jobs cancel applies to live jobs, which have not", l.Fail("jobs", "cancel", "--since", "1h"))
 	})
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +30,7 @@ func (o *jobsListOptions) flags(cmd *cobra.Command) {
 	f.StringVar(&o.queue, "queue", "", "only jobs of this queue")
 	f.StringVar(&o.kind, "kind", "", "only jobs of this kind")
 	f.StringVar(&o.search, "search", "", "only jobs whose args or metadata contain this text (case-insensitive; within each page's --scan window, and below it through the text index if 'lockstep migrate text-index up' created one)")
-	f.StringVar(&o.view, "view", "", "only PENDING jobs that are scheduled (available later) or retrying (after a failed attempt, waiting for the next)")
+	f.StringVar(&o.view, "view", "", "only PENDING jobs that are scheduled (available later) or retrying (after a failed attempt, waiting for the next), or the failed (also dead) jobs: FAILED, no attempt left")
 	f.Int64Var(&o.before, "before", 0, "list jobs older than this job id (the next page of a listing)")
 	f.IntVar(&o.limit, "limit", 50, "how many jobs to list")
 	f.IntVar(&o.scan, "scan", 10000, "examine at most this many job ids per page when filtering")
@@ -50,7 +49,10 @@ error history.
 Two views of PENDING jobs: --view scheduled lists those available later
 (enqueued with --in or --at, a retry's backoff, a snooze); --view retrying
 those whose last attempt failed, with the time of the next (AVAILABLE) and
-the last error.
+the last error. --view failed (or --view dead) lists the jobs that failed
+for good: FAILED, with no attempt left or failed permanently, and their last
+error (the same jobs as --status FAILED; 'jobs retry --view failed' brings
+them back).
 
 A page examines at most --scan job ids, so a filter that matches few jobs
 never scans the whole table: such a page may hold fewer than --limit jobs
@@ -90,12 +92,11 @@ func (c *app) jobsList(ctx context.Context, o jobsListOptions) error {
 		}
 		p.Status = st
 	}
-	switch v := lockstep.JobView(strings.ToLower(strings.TrimSpace(o.view))); v {
-	case "", lockstep.ViewScheduled, lockstep.ViewRetrying:
-		p.View = v
-	default:
-		return fmt.Errorf("unknown --view %q: use scheduled or retrying", o.view)
+	st, view, err := parseViewFlag(o.view, p.Status)
+	if err != nil {
+		return err
 	}
+	p.Status, p.View = st, view
 	if o.runID < 0 {
 		return fmt.Errorf("--run must be a positive run id, got %d", o.runID)
 	}

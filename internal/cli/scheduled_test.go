@@ -63,7 +63,26 @@ func TestScheduledJobsAreShownScheduled(t *testing.T) {
 		require.Equal(t, []int64{failing, later[2], later[1], later[0]}, ids(page.Jobs))
 		out = l.OK("jobs", "--view", "retrying")
 		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+-\s+retry\s+mail\s+PENDING\s+in (59m\d+s|1h0m0s)\s+1/25\s+\S+\s+smtp: 421 try later$`, failing), out)
-		require.Equal(t, `lockstep: unknown --view "dead": use scheduled or retrying`, l.Fail("jobs", "--view", "dead"))
+		require.Equal(t, `lockstep: unknown --view "later": use scheduled, retrying or failed (also dead)`, l.Fail("jobs", "--view", "later"))
+
+		// The failed view, also called dead: the jobs that failed for good
+		// (FAILED, no attempt left), not the one still retrying.
+		dead := l.enqueue("mail", "--queue", "retry", "--max-attempts", "1")
+		jobs, err = ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "retry", Max: 1})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		require.Equal(t, dead, jobs[0].ID)
+		ok, err = ex.JobFinish(ctx, &driver.JobFinishParams{ID: dead, Attempt: 1, Status: lockstep.StatusFailed, Error: "smtp: 550 no such user"})
+		require.NoError(t, err)
+		require.True(t, ok)
+		for _, v := range []string{"failed", "dead", "DEAD"} {
+			l.json(&page, "jobs", "--view", v)
+			require.Equal(t, []int64{dead}, ids(page.Jobs), "--view %s", v)
+		}
+		l.json(&page, "jobs", "--view", "dead", "--status", "failed")
+		require.Equal(t, []int64{dead}, ids(page.Jobs))
+		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+-\s+retry\s+mail\s+FAILED\s+1/1\s+\S+\s+smtp: 550 no such user$`, dead), l.OK("jobs", "--view", "failed"))
+		require.Equal(t, "lockstep: --view dead is the FAILED jobs (no attempt left); it cannot be combined with --status PENDING", l.Fail("jobs", "--view", "dead", "--status", "pending"))
 
 		// A page with no scheduled job keeps its narrow table.
 		require.Regexp(t, `(?m)^ID\s+RUN\s+QUEUE\s+KIND\s+STATUS\s+ATTEMPTS\s+CREATED\s+LAST_ERROR$`, l.OK("jobs", "--before", itoa(later[0])))
