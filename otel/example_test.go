@@ -24,8 +24,9 @@ type SendWelcome struct {
 func (SendWelcome) Kind() string { return "send_welcome" }
 
 // Example traces a job from the request that enqueued it to its worker:
-// the insert span is the request's child, and the work span, the root of
-// a trace of its own, links back to it.
+// the insert span is the request's child; the claim span that took the
+// job, the root of a trace of its own, links back to it, and the work span
+// is the claim's child, linked to the insert too.
 func Example() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "lockstepotel-example")
@@ -53,7 +54,8 @@ func Example() {
 		close(done)
 		return nil
 	}))
-	client, err := lockstep.NewClient(drv, lockstep.Config{
+	// mw.Driver(drv): the client's claims are traced too.
+	client, err := lockstep.NewClient(mw.Driver(drv), lockstep.Config{
 		Workers:          workers,
 		PollInterval:     50 * time.Millisecond,
 		InsertMiddleware: []lockstep.InsertMiddleware{mw},
@@ -80,10 +82,13 @@ func Example() {
 	for _, s := range spans.GetSpans() {
 		byName[s.Name] = s
 	}
-	request, insert, work := byName["POST /signup"], byName["lockstep.insert"], byName["lockstep.work send_welcome"]
+	request, insert, claim, work := byName["POST /signup"], byName["lockstep.insert"], byName["lockstep.claim default"], byName["lockstep.work send_welcome"]
 	fmt.Println(insert.Name, insert.SpanKind, "child of the request:", insert.Parent.SpanID() == request.SpanContext.SpanID())
-	fmt.Println(work.Name, work.SpanKind, "linked to the insert:", work.Links[0].SpanContext.SpanID() == insert.SpanContext.SpanID())
+	fmt.Println(claim.Name, claim.SpanKind, "linked to the insert:", claim.Links[0].SpanContext.SpanID() == insert.SpanContext.SpanID())
+	fmt.Println(work.Name, work.SpanKind, "child of the claim:", work.Parent.SpanID() == claim.SpanContext.SpanID(),
+		"linked to the insert:", work.Links[0].SpanContext.SpanID() == insert.SpanContext.SpanID())
 	// Output:
 	// lockstep.insert producer child of the request: true
-	// lockstep.work send_welcome consumer linked to the insert: true
+	// lockstep.claim default client linked to the insert: true
+	// lockstep.work send_welcome consumer child of the claim: true linked to the insert: true
 }

@@ -1,7 +1,8 @@
 // Package lockstepotel traces lockstep jobs with OpenTelemetry: a span for
 // each insert, the W3C trace context of that span carried in each job's
-// metadata, and a span for each attempt of each job, linked to the span
-// that enqueued it.
+// metadata, a span for each claim that takes jobs, linked to the spans that
+// enqueued them, and a span for each attempt of each job, the child of its
+// claim's span and linked to the span that enqueued it.
 //
 // It is a module of its own (github.com/lockstep-queue/lockstep/otel) so
 // that lockstep itself does not depend on OpenTelemetry. One Middleware is
@@ -9,11 +10,15 @@
 // enqueue and to those that work (often the same):
 //
 //	mw := lockstepotel.New(lockstepotel.Config{})
-//	client, err := lockstep.NewClient(drv, lockstep.Config{
+//	client, err := lockstep.NewClient(mw.Driver(drv), lockstep.Config{
 //		Workers:          workers,
 //		InsertMiddleware: []lockstep.InsertMiddleware{mw},
 //		WorkerMiddleware: []lockstep.WorkerMiddleware{mw},
 //	})
+//
+// The claims are seen by the driver, not by a middleware: Middleware.Driver
+// wraps the client's driver so that its claims are traced too (a client
+// built on the bare driver traces inserts and attempts only).
 //
 // # Spans
 //
@@ -24,6 +29,21 @@
 // (propagation.TraceContext), whatever the global propagator is, since the
 // process that works the job may be configured differently.
 //
+// "lockstep.claim <queue>" (kind CLIENT, messaging.operation.type
+// "receive") covers one claim statement that took jobs, through a driver
+// wrapped by Middleware.Driver: from the statement's start to its commit,
+// retried statements (a deadlock victim, a busy SQLite) each a span of
+// their own. It is a root (the producer's loop has no span in its context),
+// linked to each claimed job's insert span, and carries the queue
+// (messaging.destination.name), the number of jobs it took
+// (messaging.batch.message_count, set even for one: a claim asks for a
+// batch) and how many it asked for (lockstep.claim.max), the claiming
+// process (messaging.client.id, the id lockstep processes lists) and, for
+// a queue with limits, lockstep.claim.limited with the jobs it made
+// BLOCKED or deferred. A claim that takes nothing — every poll of an idle
+// queue — or fails makes no span: the client's events
+// (lockstep.EventClaimed, the metrics package) count those.
+//
 // "lockstep.work <kind>" (kind CONSUMER) covers one attempt of one job:
 // its middleware inside this one, its args' decoding and its worker, whose
 // context carries it, so the worker's own spans are its children. It is
@@ -33,19 +53,19 @@
 // starts many executions — each attempt is a trace of its own, and the
 // link leads back to the enqueuing trace, as OpenTelemetry's messaging
 // conventions recommend for consumers. Its parent is the span already in
-// the job's context, if a middleware outside this one started one; else it
-// is a root.
+// the job's context, if a middleware outside this one started one (the
+// claim's span is then a link); else the span of the claim that took this
+// attempt, when the client's driver is wrapped by this Middleware's
+// Driver, so that a trace holds a claim and the attempts it started, and
+// both lead back to the insert; else it is a root.
 //
-// Both carry the messaging attributes (messaging.system "lockstep",
+// All carry the messaging attributes (messaging.system "lockstep",
 // messaging.operation.type and .name, messaging.destination.name for the
 // queue, messaging.message.id for the job id) and lockstep's own
 // (lockstep.job.kind, lockstep.job.attempt, lockstep.run.id). A failed
 // attempt's span has status Error with the job's error, recorded as an
 // exception event (a panic's with its stack); a snoozed attempt is not an
-// error and has lockstep.job.snoozed set. Claims are not traced: a claim
-// takes many jobs, or none, at every poll, and belongs to no job's trace;
-// the client's events (lockstep.EventClaimed, the metrics package) measure
-// them.
+// error and has lockstep.job.snoozed set.
 package lockstepotel
 
 import (
@@ -54,6 +74,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -63,6 +85,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // MetadataKey is the key of a job's metadata (a JSON object) under which
@@ -79,6 +103,8 @@ const ScopeName = "github.com/lockstep-queue/lockstep/otel"
 // Span names and the attributes lockstep adds to the messaging ones.
 const (
 	InsertSpanName = "lockstep.insert"
+	// ClaimSpanName is followed by a space and the queue's name.
+	ClaimSpanName = "lockstep.claim"
 	// WorkSpanName is followed by a space and the job's kind.
 	WorkSpanName = "lockstep.work"
 
@@ -87,6 +113,15 @@ const (
 	AttrRunID      = attribute.Key("lockstep.run.id")
 	AttrSnoozed    = attribute.Key("lockstep.job.snoozed")
 	AttrDuplicate  = attribute.Key("lockstep.job.duplicate")
+	// AttrClaimMax is how many jobs a claim asked for (the free worker
+	// slots); messaging.batch.message_count is how many it took.
+	AttrClaimMax = attribute.Key("lockstep.claim.max")
+	// AttrClaimLimited marks the claim of a queue with limits;
+	// AttrClaimBlocked and AttrClaimDeferred count the jobs it made
+	// BLOCKED and deferred (set when not 0).
+	AttrClaimLimited  = attribute.Key("lockstep.claim.limited")
+	AttrClaimBlocked  = attribute.Key("lockstep.claim.blocked")
+	AttrClaimDeferred = attribute.Key("lockstep.claim.deferred")
 )
 
 // Config configures a Middleware. The zero value traces through the global
@@ -99,10 +134,36 @@ type Config struct {
 }
 
 // Middleware is a lockstep.InsertMiddleware and a lockstep.WorkerMiddleware
-// that traces inserts and jobs. It is safe for concurrent use.
+// that traces inserts and jobs, and the claims of a driver it wraps
+// (Driver). It is safe for concurrent use.
 type Middleware struct {
 	tracer trace.Tracer
+
+	// claims holds, from a traced claim until its attempt's Work, the
+	// span of the claim that took each attempt.
+	mu     sync.Mutex
+	claims map[attemptKey]claimed
+	swept  time.Time
 }
+
+// attemptKey is one attempt of one job, as claimed by one process.
+type attemptKey struct {
+	process string
+	id      int64
+	attempt int
+}
+
+type claimed struct {
+	span trace.SpanContext
+	at   time.Time
+}
+
+// claimTTL is how long a claim's span waits for its attempts' Work. A
+// claimed job reaches the worker middleware at once (a claim takes no
+// more jobs than there are free workers), so an entry older than this
+// belongs to a client that has this Middleware's Driver without its Work
+// (or another Middleware's): it is dropped.
+const claimTTL = time.Minute
 
 var (
 	_ lockstep.InsertMiddleware = (*Middleware)(nil)
@@ -178,6 +239,135 @@ func (m *Middleware) InsertMany(ctx context.Context, jobs []*lockstep.InsertJob,
 	return res, nil
 }
 
+// Driver returns drv with its claims traced: a client built on it makes a
+// "lockstep.claim <queue>" span for every claim that takes jobs, and
+// this Middleware, as that client's WorkerMiddleware, makes each claimed
+// attempt's work span a child of its claim's. Every other call goes to
+// drv unchanged (a driver that wakes clients with notifications still
+// does). Give the same Middleware to the client as its WorkerMiddleware:
+// another one does not see these claims.
+func (m *Middleware) Driver(drv driver.Driver) driver.Driver {
+	d := &tracedDriver{Driver: drv, exec: &tracedExecutor{Executor: drv.Executor(), m: m}}
+	if n, ok := drv.(driver.Notifier); ok {
+		return &tracedNotifier{tracedDriver: d, Notifier: n}
+	}
+	return d
+}
+
+// tracedDriver is a driver whose executor traces claims.
+type tracedDriver struct {
+	driver.Driver
+	exec *tracedExecutor
+}
+
+func (d *tracedDriver) Executor() driver.Executor { return d.exec }
+
+// tracedNotifier is a tracedDriver of a driver that sends wake-ups.
+type tracedNotifier struct {
+	*tracedDriver
+	driver.Notifier
+}
+
+// tracedExecutor traces the claims of an executor.
+type tracedExecutor struct {
+	driver.Executor
+	m *Middleware
+}
+
+func (e *tracedExecutor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*rowtype.JobRow, error) {
+	began := time.Now()
+	jobs, err := e.Executor.JobClaim(ctx, p)
+	if err == nil {
+		e.m.claim(ctx, p, jobs, nil, began)
+	}
+	return jobs, err
+}
+
+func (e *tracedExecutor) JobClaimLimited(ctx context.Context, p *driver.JobClaimParams) (*driver.LimitedClaim, error) {
+	began := time.Now()
+	l, err := e.Executor.JobClaimLimited(ctx, p)
+	// A failed release after the claim committed leaves the claim good:
+	// the client runs its jobs (the sweep releases what it did not).
+	var rel *driver.ReleaseError
+	if l != nil && (err == nil || errors.As(err, &rel)) {
+		e.m.claim(ctx, p, l.Jobs, l, began)
+	}
+	return l, err
+}
+
+// claim records the span of a claim that took jobs, and remembers it for
+// each job's Work.
+func (m *Middleware) claim(ctx context.Context, p *driver.JobClaimParams, jobs []*rowtype.JobRow, limited *driver.LimitedClaim, began time.Time) {
+	if len(jobs) == 0 {
+		return
+	}
+	ended := time.Now()
+	attrs := []attribute.KeyValue{
+		messagingSystem,
+		semconv.MessagingOperationTypeReceive,
+		semconv.MessagingOperationName("claim"),
+		semconv.MessagingDestinationName(p.Queue),
+		semconv.MessagingBatchMessageCount(len(jobs)),
+		AttrClaimMax.Int(p.Max),
+	}
+	if p.ProcessID != "" {
+		attrs = append(attrs, semconv.MessagingClientID(p.ProcessID))
+	}
+	if limited != nil {
+		attrs = append(attrs, AttrClaimLimited.Bool(true))
+		if limited.Blocked > 0 {
+			attrs = append(attrs, AttrClaimBlocked.Int(limited.Blocked))
+		}
+		if limited.Deferred > 0 {
+			attrs = append(attrs, AttrClaimDeferred.Int(limited.Deferred))
+		}
+	}
+	var links []trace.Link
+	for _, j := range jobs {
+		if sc := Enqueued(j); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(strconv.FormatInt(j.ID, 10))}})
+		}
+	}
+	_, span := m.tracer.Start(ctx, ClaimSpanName+" "+p.Queue, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(began), trace.WithAttributes(attrs...), trace.WithLinks(links...))
+	span.End(trace.WithTimestamp(ended))
+	sc := span.SpanContext()
+	if !sc.IsValid() {
+		return // no tracer behind the provider: nothing to parent
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.claims == nil {
+		m.claims = map[attemptKey]claimed{}
+	}
+	if ended.Sub(m.swept) > claimTTL {
+		for k, c := range m.claims {
+			if ended.Sub(c.at) > claimTTL {
+				delete(m.claims, k)
+			}
+		}
+		m.swept = ended
+	}
+	for _, j := range jobs {
+		m.claims[attemptKey{j.ClaimedBy, j.ID, j.Attempts}] = claimed{sc, ended}
+	}
+}
+
+// claimOf takes the span of the claim that took this attempt of job, if a
+// traced claim did.
+func (m *Middleware) claimOf(job *lockstep.JobRow) trace.SpanContext {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := attemptKey{job.ClaimedBy, job.ID, job.Attempts}
+	c, ok := m.claims[k]
+	if !ok {
+		return trace.SpanContext{}
+	}
+	delete(m.claims, k)
+	return c.span
+}
+
 // same returns the value of f shared by every job, if it is shared.
 func same(jobs []*lockstep.InsertJob, f func(*lockstep.InsertJob) string) (string, bool) {
 	if len(jobs) == 0 {
@@ -213,7 +403,18 @@ func (m *Middleware) Work(ctx context.Context, job *lockstep.JobRow, next func(c
 	if sc := Enqueued(job); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	ctx, span := m.tracer.Start(ctx, WorkSpanName+" "+job.Kind, opts...)
+	// The claim that took this attempt is its parent, unless a middleware
+	// outside this one started a span: that one stays the parent, and the
+	// claim is linked.
+	parent := ctx
+	if claim := m.claimOf(job); claim.IsValid() {
+		if trace.SpanContextFromContext(ctx).IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: claim}))
+		} else {
+			parent = trace.ContextWithSpanContext(ctx, claim)
+		}
+	}
+	ctx, span := m.tracer.Start(parent, WorkSpanName+" "+job.Kind, opts...)
 	panicked := true
 	defer func() {
 		if panicked {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -354,4 +355,187 @@ func TestInsertSpan(t *testing.T) {
 	if refused.Status.Code != codes.Error || refused.Status.Description != "no tenant" {
 		t.Errorf("refused insert's status: %v", refused.Status)
 	}
+}
+
+// expect reports a failed check and goes on; must stops the test.
+func expect(t *testing.T, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Errorf(format, args...)
+	}
+}
+
+func must(t *testing.T, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+}
+
+// TestClaimSpanJoinsInsertAndWork: client A enqueues three jobs in one
+// insert, inside a request's span; client B — another pool on the same
+// SQLite file, as another process, its driver wrapped by its Middleware's
+// Driver — claims the three in one claim and works them. The claim span
+// carries the queue and the number of jobs it took and links to the insert
+// span; each work span is the claim span's child, in the claim's trace,
+// and links to the insert span too: insert → claim → work. A job that
+// fails once is claimed twice, and each attempt is the child of its own
+// claim.
+func TestClaimSpanJoinsInsertAndWork(t *testing.T) {
+	ctx := context.Background()
+	exp, tp := tracing(t)
+	drvs := openDB(t, 2)
+	a := newClient(t, drvs[0], lockstep.Config{InsertMiddleware: []lockstep.InsertMiddleware{lockstepotel.New(lockstepotel.Config{TracerProvider: tp})}})
+
+	reqCtx, req := tp.Tracer("app").Start(ctx, "POST /signup")
+	res, err := a.InsertMany(reqCtx, []lockstep.InsertManyParams{
+		{Args: welcomeArgs{User: "ada"}}, {Args: welcomeArgs{User: "bob"}}, {Args: welcomeArgs{User: "eve"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.End()
+	// B starts once the jobs are in: its first claim takes the three.
+	mw := lockstepotel.New(lockstepotel.Config{TracerProvider: tp})
+	b, finished := worker(t, mw.Driver(drvs[1]), mw, tp)
+	for range 3 {
+		if e := <-finished; e.Status != lockstep.StatusDone {
+			t.Fatalf("a job finished %s, want DONE", e.Status)
+		}
+	}
+
+	spans := exp.GetSpans()
+	insert := spanNamed(t, spans, lockstepotel.InsertSpanName)[0]
+	claims := spanNamed(t, spans, lockstepotel.ClaimSpanName+" default")
+	works := spanNamed(t, spans, lockstepotel.WorkSpanName+" welcome_email")
+	must(t, len(claims) == 1 && len(works) == 3, "%d claim and %d work spans, want one claim of the three jobs and 3", len(claims), len(works))
+	claim := claims[0]
+
+	expect(t, claim.SpanKind == trace.SpanKindClient, "claim span kind %s, want client", claim.SpanKind)
+	expect(t, !claim.Parent.IsValid(), "the claim span has a parent; it is the root of its trace")
+	expect(t, claim.SpanContext.TraceID() != insert.SpanContext.TraceID(), "the claim is in the insert's trace")
+	for key, want := range map[attribute.Key]string{
+		"messaging.system":              "lockstep",
+		"messaging.operation.type":      "receive",
+		"messaging.operation.name":      "claim",
+		"messaging.destination.name":    "default",
+		"messaging.batch.message_count": "3",
+		"messaging.client.id":           b.ProcessID(),
+		lockstepotel.AttrClaimMax:       "10",
+	} {
+		if got := attr(claim, key).Emit(); got != want {
+			t.Errorf("claim span %s = %q, want %q", key, got, want)
+		}
+	}
+	expect(t, b.ProcessID() != "", "the worker has no process id")
+	expect(t, !attr(claim, lockstepotel.AttrClaimLimited).AsBool(), "an unlimited queue's claim is marked limited")
+	must(t, len(claim.Links) == 3, "claim span has %d links, want one per job", len(claim.Links))
+	want := map[string]bool{}
+	for _, r := range res {
+		want[strconv.FormatInt(r.ID, 10)] = true
+	}
+	linked := map[string]bool{}
+	for _, l := range claim.Links {
+		expect(t, l.SpanContext.TraceID() == insert.SpanContext.TraceID() && l.SpanContext.SpanID() == insert.SpanContext.SpanID(),
+			"the claim links to %s, want the insert span", l.SpanContext.SpanID())
+		linked[attr(tracetest.SpanStub{Attributes: l.Attributes}, "messaging.message.id").Emit()] = true
+	}
+	expect(t, fmt.Sprint(linked) == fmt.Sprint(want), "the claim's links name jobs %v, want %v", linked, want)
+	expect(t, !claim.EndTime.Before(claim.StartTime), "the claim span ends before it starts")
+
+	worked := map[string]bool{}
+	for _, w := range works {
+		expect(t, w.SpanContext.TraceID() == claim.SpanContext.TraceID(), "a work span is not in the claim's trace")
+		expect(t, w.Parent.SpanID() == claim.SpanContext.SpanID(), "a work span's parent is %s, want the claim span", w.Parent.SpanID())
+		expect(t, len(w.Links) == 1 && w.Links[0].SpanContext.SpanID() == insert.SpanContext.SpanID(), "a work span does not link to the insert span: %v", w.Links)
+		expect(t, !w.StartTime.Before(claim.EndTime), "a work span starts before its claim ended")
+		worked[attr(w, "messaging.message.id").Emit()] = true
+	}
+	expect(t, fmt.Sprint(worked) == fmt.Sprint(want), "worked jobs %v, want %v", worked, want)
+	for _, render := range spanNamed(t, spans, "render template") {
+		expect(t, render.SpanContext.TraceID() == claim.SpanContext.TraceID(), "the worker's span is not in the claim's trace")
+	}
+
+	// A job that fails its first attempt: two claims, each the parent of
+	// its attempt, both linked to the one insert.
+	exp.Reset()
+	res2, err := a.Insert(ctx, welcomeArgs{User: "zed", Fail: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range finished {
+		if e.Status == lockstep.StatusDone {
+			break
+		}
+	}
+	spans = exp.GetSpans()
+	insert = spanNamed(t, spans, lockstepotel.InsertSpanName)[0]
+	claims = spanNamed(t, spans, lockstepotel.ClaimSpanName+" default")
+	works = spanNamed(t, spans, lockstepotel.WorkSpanName+" welcome_email")
+	must(t, len(claims) == 2 && len(works) == 2, "%d claim and %d work spans, want 2 and 2", len(claims), len(works))
+	for i, w := range works {
+		c := claims[i]
+		expect(t, attr(c, "messaging.batch.message_count").Emit() == "1", "claim %d took %s jobs, want 1", i+1, attr(c, "messaging.batch.message_count").Emit())
+		expect(t, len(c.Links) == 1 && c.Links[0].SpanContext.SpanID() == insert.SpanContext.SpanID(), "claim %d does not link to the insert", i+1)
+		expect(t, w.Parent.SpanID() == c.SpanContext.SpanID(), "attempt %d is not the child of its own claim", i+1)
+		expect(t, attr(w, lockstepotel.AttrJobAttempt).AsInt64() == int64(i+1), "work span %d is attempt %d", i+1, attr(w, lockstepotel.AttrJobAttempt).AsInt64())
+		expect(t, attr(w, "messaging.message.id").Emit() == strconv.FormatInt(res2.ID, 10), "work span %d is of job %s", i+1, attr(w, "messaging.message.id").Emit())
+	}
+	expect(t, claims[0].SpanContext.TraceID() != claims[1].SpanContext.TraceID(), "the two attempts share a trace")
+	expect(t, works[0].Status.Code == codes.Error, "the failed attempt's status is %v", works[0].Status)
+}
+
+// TestClaimSpanOfALimitedQueue: a queue with limits is claimed through
+// the limited claim, traced the same way and marked so; a span a
+// middleware outside this one started stays the work span's parent, and
+// the claim is then a link.
+func TestClaimSpanOfALimitedQueue(t *testing.T) {
+	ctx := context.Background()
+	exp, tp := tracing(t)
+	drv := openDB(t, 1)[0]
+	mw := lockstepotel.New(lockstepotel.Config{TracerProvider: tp})
+	outer := lockstep.WorkerMiddlewareFunc(func(ctx context.Context, job *lockstep.JobRow, next func(context.Context) error) error {
+		ctx, span := tp.Tracer("app").Start(ctx, "outer")
+		defer span.End()
+		return next(ctx)
+	})
+	ws := lockstep.NewWorkers()
+	lockstep.AddWorker(ws, lockstep.WorkFunc(func(ctx context.Context, job *lockstep.Job[welcomeArgs]) error { return nil }))
+	finished := make(chan lockstep.Event, 10)
+	c := newClient(t, mw.Driver(drv), lockstep.Config{
+		Workers:          ws,
+		Queues:           map[string]lockstep.QueueConfig{"mail": {MaxWorkers: 4, Limits: &lockstep.QueueLimits{Concurrency: 2}}},
+		InsertMiddleware: []lockstep.InsertMiddleware{mw},
+		WorkerMiddleware: []lockstep.WorkerMiddleware{outer, mw},
+		PollInterval:     20 * time.Millisecond,
+		OnEvent: func(e lockstep.Event) {
+			if e.Kind == lockstep.EventJobFinished {
+				finished <- e
+			}
+		},
+	})
+	if _, err := c.Insert(ctx, welcomeArgs{User: "ada"}, &lockstep.InsertOpts{Queue: "mail"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.StopAndCancel(context.Background()) })
+	if e := <-finished; e.Status != lockstep.StatusDone {
+		t.Fatalf("the job finished %s, want DONE", e.Status)
+	}
+
+	spans := exp.GetSpans()
+	insert := spanNamed(t, spans, lockstepotel.InsertSpanName)[0]
+	claim := spanNamed(t, spans, lockstepotel.ClaimSpanName+" mail")[0]
+	work := spanNamed(t, spans, lockstepotel.WorkSpanName+" welcome_email")[0]
+	outerSpan := spanNamed(t, spans, "outer")[0]
+	expect(t, attr(claim, lockstepotel.AttrClaimLimited).AsBool(), "the limited claim is not marked")
+	expect(t, attr(claim, "messaging.batch.message_count").Emit() == "1", "the claim took %s jobs, want 1", attr(claim, "messaging.batch.message_count").Emit())
+	expect(t, attr(claim, "messaging.destination.name").Emit() == "mail", "the claim's queue is %q", attr(claim, "messaging.destination.name").Emit())
+	must(t, len(claim.Links) == 1 && claim.Links[0].SpanContext.SpanID() == insert.SpanContext.SpanID(), "the claim does not link to the insert: %v", claim.Links)
+	expect(t, work.Parent.SpanID() == outerSpan.SpanContext.SpanID(), "the work span's parent is %s, want the outer middleware's span", work.Parent.SpanID())
+	must(t, len(work.Links) == 2, "the work span has %d links, want the insert and the claim", len(work.Links))
+	expect(t, work.Links[0].SpanContext.SpanID() == insert.SpanContext.SpanID(), "the work span's first link is not the insert")
+	expect(t, work.Links[1].SpanContext.SpanID() == claim.SpanContext.SpanID(), "the work span's second link is not the claim")
 }
