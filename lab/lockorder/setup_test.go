@@ -206,8 +206,8 @@ func status(t *testing.T, s server, id int64) rowtype.JobStatus {
 	return j.Status
 }
 
-// The limited queues, over rows of runs 8 and 9 of the almost-done
-// distribution (run 8's own PENDING, WAITING and keyed jobs stay in the
+// The limited queues, over rows of runs 8, 9 and 10 of the almost-done
+// distribution (the runs' own PENDING, WAITING and keyed jobs stay in the
 // queue "default").
 //
 // Queue "limited": at most 4 jobs at once, 1 per key, 2 starts per key an
@@ -235,6 +235,54 @@ func status(t *testing.T, s server, id int64) rowtype.JobStatus {
 // ten (n = 2·1 + 8) and keys e–i (z has no row yet: the claim creates it
 // after its commit), claims 8101 and blocks 8102; a second claim meanwhile
 // finds 8111 (j) and 8112 (e, whose row the first holds).
+//
+// Queue "sequenced": each key's jobs one at a time in id order, a FAILED
+// job holding its sequence (SequenceHold), no other limit, so its claims
+// take no queue row and run side by side. Its jobs, all in run 10:
+//
+//	9101 RUNNING key s1 (attempt 1, heartbeat an hour old: the reaper's)
+//	9102 PENDING key s1  — a claim blocks it: 9101 runs
+//	9103 BLOCKED key s1  — not the head of s1 while 9102 is live
+//	9104 FAILED  key s2  — holds s2 (SequenceHold)
+//	9105 PENDING key s2  — a claim blocks it: behind 9104
+//	9106 PENDING key s3  — claimed: the head of s3
+//	9107 PENDING key s3  — a claim blocks it: behind 9106, just taken
+//	9108 PENDING no key  — claimed
+//	9109 CANCELLED key s4 while RUNNING (attempt 1, finished_at unset, a
+//	     fresh heartbeat: its worker has not said it stopped)
+//	9110 BLOCKED key s4  — the head of s4: released by 9109's release, or
+//	     by a claim's
+//	9111 PENDING key s4  — a claim blocks it: 9109 still holds s4's slot
+//
+// A claim of 4 there locks s1–s4 (limit.sequence_head: s1's head is 9101,
+// s2's the FAILED 9104, s3's 9106, s4's 9110), claims 9106 and 9108 and
+// blocks 9102, 9105, 9107 and 9111; after its commit it releases s2 (whose
+// head is FAILED: nothing) and s4, unblocking 9110. The release after a
+// DONE of 9101 finds s1's first BLOCKED job (9103, or 9102 once a claim
+// blocked it) and unblocks it only if it is s1's head.
+//
+// Queue "rated": 3 starts an hour for the whole queue (RateByKey false) and
+// 1 per key, so a claim locks the queue's row, reads the database's
+// clock and the queue's window (the empty limit_key), and after its jobs
+// records and prunes the queue's starts. The window holds one start of
+// the last hour (and three older ones, which a claim prunes). Its jobs, in
+// run 10:
+//
+//	9201 RUNNING key r1 (attempt 1, heartbeat an hour old: the reaper's)
+//	9202 PENDING key r1  — a claim blocks it: r1 is at its limit
+//	9203 BLOCKED key r1  — a release of r1 makes it PENDING
+//	9204 PENDING key r2  — claimed
+//	9205 PENDING no key  — claimed
+//	9206 PENDING no key  — left PENDING: the window has room for two
+//	9207 CANCELLED key r3 while RUNNING (as 9109)
+//	9208 BLOCKED key r3  — released by 9207's release, or by a claim's
+//	9209 PENDING key r3  — a claim blocks it: 9207 still holds r3's slot
+//
+// A claim of 4 there finds 2 starts left in the window, locks r1–r3,
+// claims 9204 and 9205, blocks 9202 and 9209, records both starts as the
+// queue's and prunes the old ones; after its commit it releases r3,
+// unblocking 9208. A second claim, after it, finds the window full and
+// takes nothing.
 const (
 	limitedRun         = int64(8)
 	limRunning         = int64(7101)
@@ -244,12 +292,27 @@ const (
 	limBlockedD        = int64(7108)
 	keyedFirst         = int64(8101)
 	limitedConcurrency = 4
+	seqRunning         = int64(9101)
+	seqPending         = int64(9102)
+	seqCancelled       = int64(9109)
+	ratedRunning       = int64(9201)
+	ratedPending       = int64(9202)
+	ratedCancelled     = int64(9207)
+	ratedRate          = 3
 )
 
 var (
-	limitedLimits = rowtype.QueueLimits{Concurrency: limitedConcurrency, KeyConcurrency: 1, Rate: 2, RatePeriod: time.Hour, RateByKey: true}
-	keyedLimits   = rowtype.QueueLimits{KeyConcurrency: 1, Rate: 5, RatePeriod: time.Hour, RateByKey: true}
+	limitedLimits   = rowtype.QueueLimits{Concurrency: limitedConcurrency, KeyConcurrency: 1, Rate: 2, RatePeriod: time.Hour, RateByKey: true}
+	keyedLimits     = rowtype.QueueLimits{KeyConcurrency: 1, Rate: 5, RatePeriod: time.Hour, RateByKey: true}
+	sequencedLimits = rowtype.QueueLimits{Sequence: rowtype.SequenceHold}
+	ratedLimits     = rowtype.QueueLimits{KeyConcurrency: 1, Rate: ratedRate, RatePeriod: time.Hour}
 )
+
+// limitedQueues are the queues loadLimited writes and limitsHold checks.
+var limitedQueues = []struct {
+	name string
+	l    rowtype.QueueLimits
+}{{"limited", limitedLimits}, {"keyed", keyedLimits}, {"sequenced", sequencedLimits}, {"rated", ratedLimits}}
 
 func loadLimited(t *testing.T, s server) {
 	t.Helper()
@@ -288,21 +351,51 @@ func loadLimited(t *testing.T, s server) {
 	for i, k := range []string{"e", "e", "f", "f", "g", "g", "h", "h", "i", "z", "j", "e"} {
 		stmts = append(stmts, job(keyedFirst+int64(i), "keyed", "PENDING", k, false))
 	}
-	for _, q := range []struct {
-		name string
-		l    rowtype.QueueLimits
-	}{{"limited", limitedLimits}, {"keyed", keyedLimits}} {
-		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_queues (name, concurrency, key_concurrency, sequence, rate, rate_period_us, rate_by_key, updated_at) VALUES ('%s', %s, %d, 0, %d, %d, 1, %s)",
-			q.name, nullOr(q.l.Concurrency), q.l.KeyConcurrency, q.l.Rate, q.l.RatePeriod.Microseconds(), now))
+	stmts = append(stmts,
+		job(9101, "sequenced", "RUNNING", "s1", true),
+		job(9102, "sequenced", "PENDING", "s1", false),
+		job(9103, "sequenced", "BLOCKED", "s1", false),
+		job(9104, "sequenced", "FAILED", "s2", true),
+		"UPDATE lockstep_jobs SET finished_at = "+ago("30 minute")+", last_error = 'boom' WHERE id = 9104",
+		job(9105, "sequenced", "PENDING", "s2", false),
+		job(9106, "sequenced", "PENDING", "s3", false),
+		job(9107, "sequenced", "PENDING", "s3", false),
+		job(9108, "sequenced", "PENDING", "", false),
+		job(9109, "sequenced", "CANCELLED", "s4", true),
+		"UPDATE lockstep_jobs SET heartbeat_at = "+now+" WHERE id = 9109",
+		job(9110, "sequenced", "BLOCKED", "s4", false),
+		job(9111, "sequenced", "PENDING", "s4", false),
+		job(9201, "rated", "RUNNING", "r1", true),
+		job(9202, "rated", "PENDING", "r1", false),
+		job(9203, "rated", "BLOCKED", "r1", false),
+		job(9204, "rated", "PENDING", "r2", false),
+		job(9205, "rated", "PENDING", "", false),
+		job(9206, "rated", "PENDING", "", false),
+		job(9207, "rated", "CANCELLED", "r3", true),
+		"UPDATE lockstep_jobs SET heartbeat_at = "+now+" WHERE id = 9207",
+		job(9208, "rated", "BLOCKED", "r3", false),
+		job(9209, "rated", "PENDING", "r3", false),
+	)
+	for _, q := range limitedQueues {
+		byKey := 0
+		if q.l.RateByKey {
+			byKey = 1
+		}
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO lockstep_queues (name, concurrency, key_concurrency, sequence, rate, rate_period_us, rate_by_key, updated_at) VALUES ('%s', %s, %s, %d, %s, %s, %d, %s)",
+			q.name, nullOr(q.l.Concurrency), nullOr(q.l.KeyConcurrency), q.l.Sequence, nullOr(q.l.Rate), nullOr(int(q.l.RatePeriod.Microseconds())), byKey, now))
 	}
 	stmts = append(stmts,
 		"INSERT INTO lockstep_limit_keys (queue, limit_key) VALUES ('limited', 'a'), ('limited', 'b'), ('limited', 'c'), ('limited', 'd'),"+
-			" ('keyed', 'e'), ('keyed', 'f'), ('keyed', 'g'), ('keyed', 'h'), ('keyed', 'i'), ('keyed', 'j')",
+			" ('keyed', 'e'), ('keyed', 'f'), ('keyed', 'g'), ('keyed', 'h'), ('keyed', 'i'), ('keyed', 'j'),"+
+			" ('sequenced', 's1'), ('sequenced', 's2'), ('sequenced', 's3'), ('sequenced', 's4'),"+
+			" ('rated', 'r1'), ('rated', 'r2'), ('rated', 'r3')",
 		"INSERT INTO lockstep_limit_starts (queue, limit_key, started_at, job_id) VALUES"+
 			" ('limited', 'a', "+ago("1 hour")+", 7101), ('limited', 'd', "+ago("1 hour")+", 7107),"+
 			" ('limited', 'b', "+ago("10 minute")+", 7090), ('limited', 'b', "+ago("2 hour")+", 7091),"+
 			" ('limited', 'c', "+ago("20 minute")+", 7092), ('limited', 'c', "+ago("10 minute")+", 7093),"+
-			" ('keyed', 'e', "+ago("2 hour")+", 8090), ('keyed', 'j', "+ago("2 hour")+", 8091)",
+			" ('keyed', 'e', "+ago("2 hour")+", 8090), ('keyed', 'j', "+ago("2 hour")+", 8091),"+
+			" ('rated', '', "+ago("1 hour")+", 9201), ('rated', '', "+ago("1 hour")+", 9207),"+
+			" ('rated', '', "+ago("10 minute")+", 9290), ('rated', '', "+ago("2 hour")+", 9291)",
 	)
 	for _, q := range stmts {
 		_, err := s.drv.DB().ExecContext(ctx, q)
@@ -320,27 +413,36 @@ func nullOr(n int) string {
 // limitsHold is the invariant every pair of limited writers must leave:
 // no key of a limited queue with more RUNNING jobs than its limit, no
 // queue with more jobs holding slots than its own, and no key with BLOCKED
-// jobs and nothing live that will release them (a lost wake-up).
+// jobs and nothing live that will release them (a lost wake-up); in the
+// sequenced queue, no RUNNING job behind an earlier live job of its key (a
+// FAILED one holds its key there), and in the rated queue no more starts
+// in the window than its rate.
 func limitsHold(t *testing.T, s server) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := s.drv.DB().QueryContext(ctx, "SELECT queue, limit_key, status, finished_at IS NULL FROM lockstep_jobs WHERE queue IN ('limited', 'keyed')")
+	rows, err := s.drv.DB().QueryContext(ctx, "SELECT id, queue, limit_key, status, finished_at IS NULL FROM lockstep_jobs"+
+		" WHERE queue IN ('limited', 'keyed', 'sequenced', 'rated') ORDER BY id")
 	require.NoError(t, err)
 	defer rows.Close()
 	type qk struct{ queue, key string }
 	running, live, blocked := map[qk]int{}, map[qk]int{}, map[qk][]rowtype.JobStatus{}
 	holding := map[string]int{}
+	// head is each sequence's first live job (ids ascending), runningIDs
+	// its RUNNING ones.
+	head, runningIDs := map[qk]int64{}, map[qk][]int64{}
 	for rows.Next() {
+		var id int64
 		var queue, status string
 		var key sql.NullString
 		var unfinished bool
-		require.NoError(t, rows.Scan(&queue, &key, &status, &unfinished))
+		require.NoError(t, rows.Scan(&id, &queue, &key, &status, &unfinished))
 		k := qk{queue, key.String}
 		switch {
 		case status == string(rowtype.StatusRunning):
 			running[k]++
 			live[k]++
 			holding[queue]++
+			runningIDs[k] = append(runningIDs[k], id)
 		case status == string(rowtype.StatusCancelled) && unfinished:
 			live[k]++
 			holding[queue]++
@@ -348,6 +450,15 @@ func limitsHold(t *testing.T, s server) {
 			live[k]++
 		case status == string(rowtype.StatusBlocked):
 			blocked[k] = append(blocked[k], rowtype.StatusBlocked)
+		case status == string(rowtype.StatusFailed) && queue == "sequenced" && sequencedLimits.Sequence == rowtype.SequenceHold:
+			// Held: its retry is what lets the sequence go on.
+			live[k]++
+		}
+		inSequence := status == string(rowtype.StatusWaiting) || status == string(rowtype.StatusPending) ||
+			status == string(rowtype.StatusBlocked) || status == string(rowtype.StatusRunning) ||
+			status == string(rowtype.StatusFailed) && sequencedLimits.Sequence == rowtype.SequenceHold
+		if _, ok := head[k]; !ok && queue == "sequenced" && k.key != "" && inSequence {
+			head[k] = id
 		}
 	}
 	require.NoError(t, rows.Err())
@@ -360,4 +471,16 @@ func limitsHold(t *testing.T, s server) {
 	for k := range blocked {
 		require.Positive(t, live[k], "key %s of queue %s has BLOCKED jobs and no live one to release them", k.key, k.queue)
 	}
+	for k, ids := range runningIDs {
+		if k.queue == "sequenced" && k.key != "" {
+			require.Equal(t, head[k], ids[0], "key %s of queue sequenced runs job %d before its first live job %d", k.key, ids[0], head[k])
+		}
+	}
+	window := "UTC_TIMESTAMP(6) - INTERVAL 1 HOUR"
+	if s.flavor == lockview.Postgres {
+		window = "now() - interval '1 hour'"
+	}
+	var starts int
+	require.NoError(t, s.drv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM lockstep_limit_starts WHERE queue = 'rated' AND limit_key = '' AND started_at > "+window).Scan(&starts))
+	require.LessOrEqual(t, starts, ratedRate, "queue rated: %d starts in the last hour", starts)
 }
