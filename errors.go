@@ -51,6 +51,7 @@ const (
 	ErrorBusy          = rowtype.ErrorBusy
 	ErrorConnection    = rowtype.ErrorConnection
 	ErrorDuplicate     = rowtype.ErrorDuplicate
+	ErrorUnavailable   = rowtype.ErrorUnavailable
 )
 
 var (

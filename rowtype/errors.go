@@ -33,6 +33,14 @@ const (
 	// PostgreSQL 23505, SQLite SQLITE_CONSTRAINT_UNIQUE). Repeating the
 	// statement gives the same answer while the other row stands.
 	ErrorDuplicate
+	// ErrorUnavailable: the server refused the statement, without running
+	// it, because it cannot take writes now — a Galera node that is not
+	// ready (MySQL-family 1047: joining, donating a state transfer, or cut
+	// off from the cluster's primary component), a read-only server (1290,
+	// 1836), a PostgreSQL standby (25006). The transaction is rolled back
+	// and may be run again whole, on another connection: a pool on several
+	// hosts drops the refusing connection and connects to a ready host.
+	ErrorUnavailable
 )
 
 func (k ErrorKind) String() string {
@@ -49,6 +57,8 @@ func (k ErrorKind) String() string {
 		return "connection"
 	case ErrorDuplicate:
 		return "duplicate key"
+	case ErrorUnavailable:
+		return "unavailable"
 	default:
 		return "other"
 	}

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -46,14 +48,35 @@ var _ driver.Driver = (*Driver)(nil)
 // takes the same. parseTime is switched on; the driver compares times on
 // the server's UTC clock, so the session time zone does not matter. Its
 // errors never show the password.
+//
+// A URL may name several hosts ("mysql://app:pw@db1:3306,db2:3306,db3:3306/q":
+// the nodes of a Galera cluster, a primary and its replicas): every new
+// connection goes to the first of them, in that order, that accepts it and
+// can take writes (not read_only; on Galera, wsrep_ready), so a pool moves
+// to another host when its host dies or stops being ready, and back to an
+// earlier one as its connections are renewed (ConnMaxLifetime, a minute).
+// Each move is logged as a warning (OpenWith's Options.Logger).
 func Open(ctx context.Context, dsn string) (*Driver, error) {
+	return OpenWith(ctx, dsn, Options{})
+}
+
+// Options are Open's settings beyond the DSN.
+type Options struct {
+	// Logger receives a warning each time the pool's connections move to
+	// another host of a DSN that names several. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, dsn string, opts Options) (*Driver, error) {
 	parsed, err := mysqldsn.Parse(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
-	if err := parsed.OneHost(); err != nil {
-		return nil, fmt.Errorf("mysql: %w", err)
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
+	hosts := parsed.Hosts()
 	cfg := parsed.Config.Clone()
 	cfg.ParseTime = true
 	if !parsed.HasParam("interpolateParams") {
@@ -62,7 +85,8 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		// driver escapes arguments for the connection's utf8mb4 charset.
 		cfg.InterpolateParams = true
 	}
-	probe, err := openConfig(cfg)
+	// The probe never logs a move: the pool below is the one that stays.
+	probe, err := openConfig(cfg, hosts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -81,17 +105,29 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		return nil, fmt.Errorf("mysql: read server version: %w", err)
 	}
 	cfg.Params[IsolationVariable(version)] = "'READ-COMMITTED'"
-	db, err := openConfig(cfg)
+	db, err := openConfig(cfg, hosts, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxIdleConns(16)
+	if len(hosts) > 0 {
+		db.SetConnMaxLifetime(time.Minute)
+	}
 	shell.Own(&d.Shell, db, nil)
 	d.sessionRC = true
 	return d, nil
 }
 
-func openConfig(cfg *gomysql.Config) (*sql.DB, error) {
+// openConfig opens a pool on cfg's server, or on the first ready one of
+// hosts when there are several.
+func openConfig(cfg *gomysql.Config, hosts []string, logger *slog.Logger) (*sql.DB, error) {
+	if len(hosts) > 0 {
+		f, err := newFailover(cfg, hosts, logger)
+		if err != nil {
+			return nil, err
+		}
+		return sql.OpenDB(f), nil
+	}
 	connector, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -217,6 +253,10 @@ func classify(err error) (rowtype.ErrorKind, string) {
 		return rowtype.ErrorSerialization, code
 	case 1062: // ER_DUP_ENTRY
 		return rowtype.ErrorDuplicate, code
+	case 1047, // ER_UNKNOWN_COM_ERROR: on Galera, the node is not ready (WSREP has not yet prepared node for application use)
+		1290, // ER_OPTION_PREVENTS_STATEMENT: --read-only, --super-read-only
+		1836: // ER_READ_ONLY_MODE
+		return rowtype.ErrorUnavailable, code
 	case 1053, // ER_SERVER_SHUTDOWN
 		1077, // ER_NORMAL_SHUTDOWN
 		1152, // ER_ABORTING_CONNECTION

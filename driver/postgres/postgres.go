@@ -41,7 +41,10 @@ var _ driver.Driver = (*Driver)(nil)
 // postgres:// or postgresql:// URL, or libpq's key=value string
 // ("host=localhost port=5432 user=app dbname=app sslmode=disable"), with
 // several hosts if wanted, as pgx takes them; the lockstep CLI takes the
-// same. Its errors never show the password.
+// same. Its errors never show the password. With several hosts and no
+// target_session_attrs, connections go to the first host that takes
+// writes (target_session_attrs=read-write): after a failover, the
+// promoted standby.
 func Open(ctx context.Context, dsn string) (*Driver, error) {
 	parsed, err := pgdsn.Parse(dsn)
 	if err != nil {
@@ -56,6 +59,14 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
 			cfg.ConnConfig.RuntimeParams[k] = v
 		}
+	}
+	if len(cfg.ConnConfig.Fallbacks) > 0 && cfg.ConnConfig.ValidateConnect == nil &&
+		!strings.Contains(strings.ToLower(dsn), "target_session_attrs") {
+		// Several hosts (a primary and its standbys, any of which may be
+		// promoted): connect to the one that takes writes, as
+		// target_session_attrs=read-write asks. A DSN that sets
+		// target_session_attrs itself keeps its choice.
+		cfg.ConnConfig.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -234,6 +245,8 @@ func classify(err error) (rowtype.ErrorKind, string) {
 		return rowtype.ErrorLockTimeout, pe.Code
 	case "23505": // unique_violation
 		return rowtype.ErrorDuplicate, pe.Code
+	case "25006": // read_only_sql_transaction: a standby, or default_transaction_read_only
+		return rowtype.ErrorUnavailable, pe.Code
 	case "57P01", // admin_shutdown: the server is stopping, or the session was terminated
 		"57P02", // crash_shutdown
 		"57P03": // cannot_connect_now: the server is starting

@@ -59,6 +59,9 @@ type Parsed struct {
 	DSN string
 	// Redacted is the input with any password replaced, safe to print.
 	Redacted string
+	// Hosts are a MySQL URL's hosts when it names several, in the order
+	// the driver tries them; DSN is then the first host's.
+	Hosts []string
 }
 
 // Parse resolves a DSN without connecting.
@@ -77,10 +80,7 @@ func Parse(dsn string) (Parsed, error) {
 		if err != nil {
 			return Parsed{}, err
 		}
-		if err := d.OneHost(); err != nil {
-			return Parsed{}, err
-		}
-		return Parsed{Dialect: MySQL, DSN: d.GoDSN, Redacted: d.Redacted}, nil
+		return Parsed{Dialect: MySQL, DSN: d.GoDSN, Redacted: d.Redacted, Hosts: d.Hosts()}, nil
 	case Postgres:
 		d, err := pgdsn.Parse(dsn)
 		if err != nil {
@@ -107,7 +107,13 @@ func Open(ctx context.Context, dsn string) (driver.Driver, error) {
 	case SQLite:
 		d, err = sqlite.Open(ctx, p.DSN)
 	case MySQL:
-		d, err = mysql.Open(ctx, p.DSN)
+		if len(p.Hosts) > 0 {
+			// go-sql-driver's DSN names one address: the driver takes
+			// the URL as written, with every host.
+			d, err = mysql.Open(ctx, dsn)
+		} else {
+			d, err = mysql.Open(ctx, p.DSN)
+		}
 	case Postgres:
 		d, err = postgres.Open(ctx, p.DSN)
 	default:

@@ -72,3 +72,33 @@ func ClosedAddr(t testing.TB) string {
 	}
 	return addr
 }
+
+// MultiHostURL joins go-sql-driver DSNs for the same database on several
+// servers (a Galera cluster's nodes) into one mysql:// URL naming every
+// host in order, as a user configures failover.
+func MultiHostURL(dsns []string) (string, error) {
+	var hosts []string
+	var first *mysql.Config
+	for _, dsn := range dsns {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			return "", fmt.Errorf("testdb: parsing a MySQL DSN: %w", err)
+		}
+		if cfg.Net != "tcp" {
+			return "", fmt.Errorf("testdb: the MySQL DSN connects over %q, not tcp", cfg.Net)
+		}
+		if first == nil {
+			first = cfg
+		}
+		hosts = append(hosts, cfg.Addr)
+	}
+	if first == nil {
+		return "", fmt.Errorf("testdb: no DSN to join")
+	}
+	u := url.URL{Scheme: "mysql", User: url.User(first.User), Host: strings.Join(hosts, ","), Path: "/" + first.DBName,
+		RawQuery: "parseTime=true&loc=UTC"}
+	if first.Passwd != "" {
+		u.User = url.UserPassword(first.User, first.Passwd)
+	}
+	return u.String(), nil
+}

@@ -4,16 +4,14 @@
 // (through internal/dsn) both use it, so a DSN means the same to both.
 //
 // A URL may name several hosts (mysql://u:p@h1:3306,h2:3306/db); they are
-// parsed, in order, into DSN.Addrs, but nothing connects to any but the
-// first yet, and OneHost refuses a list, so that no one believes they have
-// failover they do not have.
+// parsed, in order, into DSN.Addrs, and driver/mysql's Open tries them in
+// that order (the first that accepts a connection and can take writes).
 //
 // Errors never contain the password: they show the DSN redacted.
 package mysqldsn
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 
@@ -88,13 +86,17 @@ func parse(s string) (*DSN, error) {
 	return nil, &dsnparse.WrongDialectError{Want: dsnparse.MySQL, Got: form, Forms: dsnparse.MySQLForms}
 }
 
-// OneHost refuses a DSN that names several hosts: connecting to them in
-// turn is not built yet.
-func (d *DSN) OneHost() error {
-	if len(d.Addrs) > 1 {
-		return fmt.Errorf("mysql DSN %s names %d hosts; trying several hosts in turn is not supported yet: name one", d.Redacted, len(d.Addrs))
+// Hosts are the TCP addresses of a DSN that names several, in order; nil
+// for a DSN of one server (whatever its network), which needs no failover.
+func (d *DSN) Hosts() []string {
+	if len(d.Addrs) < 2 {
+		return nil
 	}
-	return nil
+	out := make([]string, len(d.Addrs))
+	for i, a := range d.Addrs {
+		out[i] = a.Addr
+	}
+	return out
 }
 
 // HasParam reports whether the DSN sets the parameter name itself.

@@ -89,15 +89,15 @@ func TestParams(t *testing.T) {
 	require.Equal(t, "u@unix(/s.sock)/db?timeout=1s", d.GoDSN)
 }
 
-func TestOneHost(t *testing.T) {
-	d, err := Parse("mysql://u:secret@h1:3306,h2:3306/db")
+func TestHosts(t *testing.T) {
+	d, err := Parse("mysql://u:secret@h1:3306,h2,[::1]:3307/db")
 	require.NoError(t, err)
-	require.Len(t, d.Addrs, 2)
-	err = d.OneHost()
-	require.EqualError(t, err, "mysql DSN mysql://u:xxxxx@h1:3306,h2:3306/db names 2 hosts; trying several hosts in turn is not supported yet: name one")
+	require.Len(t, d.Addrs, 3)
+	require.Equal(t, []string{"h1:3306", "h2:3306", "[::1]:3307"}, d.Hosts())
+	require.Equal(t, "h1:3306", d.Config.Addr, "Config is the first host's")
 	d, err = Parse("mysql://u:secret@h1/db")
 	require.NoError(t, err)
-	require.NoError(t, d.OneHost())
+	require.Nil(t, d.Hosts(), "one server needs no failover")
 }
 
 func TestParseErrors(t *testing.T) {
