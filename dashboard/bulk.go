@@ -55,6 +55,7 @@ type bulkOp struct {
 	Action   lockstep.BulkAction
 	What     string // the selection, in words
 	Selected int64  // the preview's count, or the ids given
+	ByID     bool   // Selected is the ids given, not a preview's count
 	Started  time.Time
 
 	mu       sync.Mutex
@@ -63,14 +64,14 @@ type bulkOp struct {
 	err      string
 }
 
-func (o *bulkOps) start(action lockstep.BulkAction, what string, selected int64) *bulkOp {
+func (o *bulkOps) start(action lockstep.BulkAction, what string, selected int64, byID bool) *bulkOp {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.ops == nil {
 		o.ops = map[int]*bulkOp{}
 	}
 	o.seq++
-	op := &bulkOp{ID: o.seq, Action: action, What: what, Selected: selected, Started: time.Now()}
+	op := &bulkOp{ID: o.seq, Action: action, What: what, Selected: selected, ByID: byID, Started: time.Now()}
 	o.ops[op.ID] = op
 	o.order = append(o.order, op.ID)
 	if len(o.order) > maxBulkOps {
@@ -94,6 +95,7 @@ type bulkView struct {
 	PastTitle        string
 	What             string
 	Selected         int64
+	ByID             bool
 	Matched, Changed int
 	Skipped, Batches int
 	Percent          int
@@ -106,7 +108,7 @@ type bulkView struct {
 func (op *bulkOp) view() bulkView {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	v := bulkView{ID: op.ID, Action: capitalized(string(op.Action)), Past: op.Action.Past(), PastTitle: capitalized(op.Action.Past()), What: op.What, Selected: op.Selected,
+	v := bulkView{ID: op.ID, Action: capitalized(string(op.Action)), Past: op.Action.Past(), PastTitle: capitalized(op.Action.Past()), What: op.What, Selected: op.Selected, ByID: op.ByID,
 		Matched: op.progress.Matched, Changed: op.progress.Changed, Skipped: op.progress.Skipped, Batches: op.progress.Batches,
 		Done: !op.finished.IsZero(), Error: op.err, Statuses: statusWords(op.Action.Statuses())}
 	switch {
@@ -336,7 +338,7 @@ func (s *Server) handleBulkStart(w http.ResponseWriter, r *http.Request) {
 	if n, err := strconv.ParseInt(r.PostForm.Get("count"), 10, 64); err == nil && n >= 0 && selected == 0 {
 		selected = n // the preview's count: the progress bar's scale
 	}
-	op := s.bulk.start(b.Action, b.describe(), selected)
+	op := s.bulk.start(b.Action, b.describe(), selected, len(b.IDs) > 0)
 	s.logger.Info("dashboard: bulk "+string(b.Action), "op", op.ID, "what", op.What, "remote", r.RemoteAddr)
 	go s.runBulk(op, b)
 	http.Redirect(w, r, "/jobs/bulk/"+strconv.Itoa(op.ID), http.StatusSeeOther)

@@ -46,6 +46,7 @@ func TestDashboardBulkActions(t *testing.T) {
 			waitBulkDone(t, b, loc)
 			done := b.page(loc)
 			require.Contains(t, done, `data-testid="bulk-changed">1<`)
+			require.Contains(t, done, `<th>Selected (preview)</th><td class="num" data-testid="bulk-selected">1<`)
 			// Retried: PENDING (once, under load on PostgreSQL, already
 			// RUNNING here — see the closing note of issue 20).
 			j, err := f.client.Job(context.Background(), f.failed)
@@ -62,6 +63,7 @@ func TestDashboardBulkActions(t *testing.T) {
 			done = b.page(loc)
 			require.Contains(t, done, `data-testid="bulk-changed">2<`)
 			require.Contains(t, done, `data-testid="bulk-skipped">1<`)
+			require.Contains(t, done, `<th>Selected (ticked)</th><td class="num" data-testid="bulk-selected">3<`, "ids are no preview's count")
 			requireStatus(t, f, f.betaJobs[0], lockstep.StatusCancelled)
 			requireStatus(t, f, f.doneA, lockstep.StatusDone)
 
