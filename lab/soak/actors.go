@@ -306,28 +306,29 @@ func (a *actors) settings(ctx context.Context, rng *rand.Rand) {
 // return them. Later it tries the finish the dead worker would have sent,
 // fenced on the attempt it claimed, once the job has moved on.
 func (a *actors) deadWorker(ctx context.Context, rng *rand.Rand, d *deadWorker) {
-	// Until its first claim takes a job it tries every few milliseconds:
-	// the workers drain the queues as fast as jobs arrive, so on a loaded
-	// machine a short soak's few rounds at the usual pace could all find
-	// nothing, and the reaper and the fence would go untested.
+	// Until its first claim has taken a job, it enqueues one and claims in
+	// the same transaction: the workers drain the queues as fast as jobs
+	// arrive, so on a loaded machine (CI under -race) a short soak's every
+	// claim at the usual pace could find nothing, and the reaper and the
+	// fence would go untested.
 	claimed := false
-	next := func() time.Duration {
+	claim := func() ([]*rowtype.JobRow, error) {
 		if !claimed {
-			return time.Duration(5+rng.IntN(10)) * time.Millisecond
+			return a.plantAndClaim(ctx, rng, d)
 		}
-		return time.Duration(150+rng.IntN(250)) * time.Millisecond
+		return a.deadClaim(ctx, rng, d)
 	}
-	for a.pause(next()) {
+	for a.pause(time.Duration(150+rng.IntN(250)) * time.Millisecond) {
 		// A busy or deadlocked claim is tried again at once, with backoff,
 		// as a worker's would be (RetryTx): on SQLite under a loaded
 		// machine every round's single try could otherwise be turned away.
-		jobs, err := a.deadClaim(ctx, rng, d)
+		jobs, err := claim()
 		for try := 1; try < 5 && err != nil && d.drv.ClassifyError(err).Retryable(); try++ {
 			a.s.ledger.onRetry("dead worker claim", err)
 			if !a.pause(time.Duration(10*try) * time.Millisecond) {
 				return
 			}
-			jobs, err = a.deadClaim(ctx, rng, d)
+			jobs, err = claim()
 		}
 		switch {
 		case err != nil && d.drv.ClassifyError(err).Retryable():
@@ -351,6 +352,38 @@ func (a *actors) deadWorker(ctx context.Context, rng *rand.Rand, d *deadWorker) 
 			a.unexpected(ctx, "dead worker stale finish", err)
 		}
 	}
+}
+
+// plantAndClaim enqueues one job into a plain queue and claims from that
+// queue in the same transaction, as a worker process about to die: the
+// claim finds at least the job it enqueued, whatever the workers took.
+func (a *actors) plantAndClaim(ctx context.Context, rng *rand.Rand, d *deadWorker) (jobs []*rowtype.JobRow, err error) {
+	args, opts := randomJob(rng, a.s.queues)
+	tx, err := d.drv.BeginSQL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	res, err := a.client(rng).InsertTx(ctx, tx, args, &opts)
+	if err != nil {
+		return nil, err
+	}
+	exec, err := d.drv.UnwrapTx(tx)
+	if err != nil {
+		return nil, err
+	}
+	if jobs, err = exec.JobClaim(ctx, &driver.JobClaimParams{Queue: opts.Queue, Max: 1}); err != nil {
+		return nil, err
+	}
+	if err = tx.Commit(); err != nil {
+		return nil, err
+	}
+	a.s.ledger.enqueued([]int64{res.ID}, []Mode{args.Mode}, 0)
+	return jobs, nil
 }
 
 // deadClaim claims like a worker process that is about to die: from a
