@@ -31,9 +31,9 @@
 //
 // "lockstep.claim <queue>" (kind CLIENT, messaging.operation.type
 // "receive") covers one claim statement that took jobs, through a driver
-// wrapped by Middleware.Driver: from the statement's start to its commit,
-// retried statements (a deadlock victim, a busy SQLite) each a span of
-// their own. It is a root (the producer's loop has no span in its context),
+// wrapped by Middleware.Driver: from the statement's start to its commit
+// (a claim retried after a deadlock or a busy SQLite is the try that took
+// the jobs; the failed tries make no span). It is a root (the producer's loop has no span in its context),
 // linked to each claimed job's insert span, and carries the queue
 // (messaging.destination.name), the number of jobs it took
 // (messaging.batch.message_count, set even for one: a claim asks for a
