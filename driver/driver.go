@@ -297,7 +297,10 @@ type Executor interface {
 	QueueSetLimits(ctx context.Context, queue string, l rowtype.QueueLimits) error
 	// JobClaimLimited claims up to Max jobs of a queue with limits (its
 	// concurrency, per-key limits, sequences and rate), blocking or
-	// deferring the jobs over them; see LimitedClaim.
+	// deferring the jobs over them; see LimitedClaim. A claim that
+	// committed but whose work after the commit failed (the rows of keys
+	// met for the first time, a release) returns its LimitedClaim with a
+	// *ReleaseError: its jobs are RUNNING and must be run.
 	JobClaimLimited(ctx context.Context, p *JobClaimParams) (*LimitedClaim, error)
 	// JobRelease frees the slot of a job cancelled while it ran, once its
 	// worker has stopped, and releases what its key holds back.

@@ -234,14 +234,17 @@ func (e *Executor) JobClaimLimited(ctx context.Context, p *driver.JobClaimParams
 	// time, and the release of keys whose jobs were blocked while a job of
 	// theirs was leaving RUNNING (its release ran before this claim
 	// committed, and found nothing BLOCKED yet).
+	// Their failure is a *driver.ReleaseError: the claim stands, its jobs
+	// are the caller's to run (were it retried, they would be left RUNNING
+	// for the reaper), and the next claim or the sweep does what is left.
 	if len(c.unlocked) > 0 {
 		if err := e.createKeys(ctx, p.Queue, c.unlocked); err != nil {
-			return out, e.wrap("claim: create limit keys", err)
+			return out, &driver.ReleaseError{Err: e.wrap("claim: create limit keys", err)}
 		}
 	}
 	if len(c.blockedKeys) > 0 {
 		if _, err := e.releaseKeys(ctx, p.Queue, out.Limits, c.blockedKeys, true); err != nil {
-			return out, e.wrap("claim: release", err)
+			return out, &driver.ReleaseError{Err: e.wrap("claim: release", err)}
 		}
 	}
 	return out, nil
