@@ -478,15 +478,70 @@ func limitedClaimOf(queue string, max int, lim rowtype.QueueLimits) op {
 // finishKeyed is a worker's result for 7101 (key a) and the release of a
 // after it.
 func finishKeyed(status rowtype.JobStatus, snooze bool) op {
+	return finishKeyedOf("limited", limRunning, "a", status, snooze)
+}
+
+// finishKeyedOf is a worker's result for id, a RUNNING job of queue with
+// key, and the release of the key after it.
+func finishKeyedOf(queue string, id int64, key string, status rowtype.JobStatus, snooze bool) op {
 	name := "finish " + string(status)
 	if snooze {
 		name = "snooze"
 	}
-	return op{name: name + " 7101 (key a) + release", run: func(ctx context.Context, ex driver.Executor) error {
-		_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: limRunning, Attempt: 1, Status: status, Snooze: snooze, RetryAfter: time.Second, Error: "boom",
-			Queue: "limited", LimitKey: "a"})
+	return op{name: fmt.Sprintf("%s %d (key %s) + release", name, id, key), run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobFinish(ctx, &driver.JobFinishParams{ID: id, Attempt: 1, Status: status, Snooze: snooze, RetryAfter: time.Second, Error: "boom",
+			Queue: queue, LimitKey: key})
 		return err
 	}, pool: true}
+}
+
+// keyedFinishesOf are every finish of id (DONE, batched DONE, FAILED,
+// retry, snooze), each followed by its key's release.
+func keyedFinishesOf(queue string, id int64, key string) []op {
+	return []op{finishKeyedOf(queue, id, key, rowtype.StatusDone, false), completeManyKeyedOf(queue, id, key), finishKeyedOf(queue, id, key, rowtype.StatusFailed, false),
+		finishKeyedOf(queue, id, key, rowtype.StatusPending, false), finishKeyedOf(queue, id, key, rowtype.StatusPending, true)}
+}
+
+// completeManyKeyedOf is the client's batched DONE of id alone, and the
+// release of its key after it.
+func completeManyKeyedOf(queue string, id int64, key string) op {
+	return op{name: fmt.Sprintf("complete many %d (key %s) + release", id, key), run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobCompleteMany(ctx, []driver.JobRef{{ID: id, Attempt: 1, Queue: queue, LimitKey: key}})
+		return err
+	}, pool: true}
+}
+
+// jobReleaseOf is a worker stopping after its RUNNING job id (of queue,
+// with key) was cancelled: the slot it held is free now, and the key's
+// BLOCKED job may go.
+func jobReleaseOf(queue string, id int64, key string) op {
+	return op{name: fmt.Sprintf("job release %d (key %s) + release", id, key), run: func(ctx context.Context, ex driver.Executor) error {
+		return ex.JobRelease(ctx, driver.JobRef{ID: id, Attempt: 1, Queue: queue, LimitKey: key})
+	}, pool: true}
+}
+
+func sweepOf(queue string) op {
+	return op{name: "limit sweep of " + queue, run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.LimitSweep(ctx, queue)
+		return err
+	}, pool: true}
+}
+
+// removeSettingsOf deletes the queue's settings row (queues remove), in a
+// statement of its own like setLimitsOf.
+func removeSettingsOf(queue string) op {
+	return op{name: "remove settings of " + queue, run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.QueueDelete(ctx, queue)
+		return err
+	}}
+}
+
+// setLimitsOf writes the queue's row in a transaction of its own; in the
+// harness's it holds the row until A commits.
+func setLimitsOf(queue string, lim rowtype.QueueLimits) op {
+	return op{name: "set limits of " + queue, run: func(ctx context.Context, ex driver.Executor) error {
+		return ex.QueueSetLimits(ctx, queue, lim)
+	}}
 }
 
 func cancelJobReleasing(id int64, what string) op {
@@ -507,31 +562,19 @@ var (
 		_, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "limited", Max: 2})
 		return err
 	}}
-	completeManyKeyed = op{name: "complete many 7101 (key a) + release", run: func(ctx context.Context, ex driver.Executor) error {
-		_, err := ex.JobCompleteMany(ctx, []driver.JobRef{{ID: limRunning, Attempt: 1, Queue: "limited", LimitKey: "a"}})
-		return err
-	}, pool: true}
-	reapReleasing    = op{name: "reap (5500, 7101 key a) + release", run: reap.run, pool: true}
+	completeManyKeyed = completeManyKeyedOf("limited", limRunning, "a")
+	// reapReleasing reaps every RUNNING job with an old heartbeat, 5500 of
+	// the queue "default" and one of each limited queue with RUNNING jobs,
+	// and then releases their keys, queue by queue in name order.
+	reapReleasing    = op{name: "reap (5500, 7101 key a, 9101 key s1, 9201 key r1) + release", run: reap.run, pool: true}
 	cancelRunLimited = op{name: "cancel run 8 + release", run: func(ctx context.Context, ex driver.Executor) error {
 		_, err := ex.RunCancel(ctx, limitedRun)
 		return err
 	}, pool: true}
-	// jobRelease is a worker stopping after its RUNNING job (7107, key d)
-	// was cancelled: the slot it held is free now, and d's BLOCKED job
-	// may go.
-	jobRelease = op{name: "job release 7107 (key d) + release", run: func(ctx context.Context, ex driver.Executor) error {
-		return ex.JobRelease(ctx, driver.JobRef{ID: limCancelledD, Attempt: 1, Queue: "limited", LimitKey: "d"})
-	}, pool: true}
-	sweep = op{name: "limit sweep of limited", run: func(ctx context.Context, ex driver.Executor) error {
-		_, err := ex.LimitSweep(ctx, "limited")
-		return err
-	}, pool: true}
-	// removeSettings deletes the queue's settings row (queues remove), in
-	// a statement of its own like setLimits.
-	removeSettings = op{name: "remove settings of limited", run: func(ctx context.Context, ex driver.Executor) error {
-		_, err := ex.QueueDelete(ctx, "limited")
-		return err
-	}}
+	// jobRelease is the worker's release of 7107 (key d).
+	jobRelease     = jobReleaseOf("limited", limCancelledD, "d")
+	sweep          = sweepOf("limited")
+	removeSettings = removeSettingsOf("limited")
 	// flushHistory and flushHistoryReversed are two clients' flushes over
 	// the same two rows, handed over in opposite orders: each writes its
 	// rows in primary-key order, so the second waits for the first at the
@@ -547,11 +590,7 @@ var (
 		_, err := ex.HistoryPrune(ctx, historyOld.Add(time.Hour), 1000)
 		return err
 	}}
-	// setLimits writes the queue's row in a transaction of its own; in the
-	// harness's it holds the row until A commits.
-	setLimits = op{name: "set limits of limited", run: func(ctx context.Context, ex driver.Executor) error {
-		return ex.QueueSetLimits(ctx, "limited", limitedLimits)
-	}}
+	setLimits = setLimitsOf("limited", limitedLimits)
 )
 
 // limitPairs: the limited claim (queue row → jobs SKIP LOCKED → key rows
@@ -562,8 +601,7 @@ var (
 // waits holding nothing A needs.
 func limitPairs() []pair {
 	var out []pair
-	keyedFinishes := []op{finishKeyed(rowtype.StatusDone, false), completeManyKeyed, finishKeyed(rowtype.StatusFailed, false),
-		finishKeyed(rowtype.StatusPending, false), finishKeyed(rowtype.StatusPending, true)}
+	keyedFinishes := keyedFinishesOf("limited", limRunning, "a")
 	for _, f := range keyedFinishes {
 		out = append(out,
 			// The claim holds key a; the finish's release waits for it.
@@ -648,7 +686,114 @@ func limitPairs() []pair {
 		pair{a: reapReleasing, b: doneKeyed, bWaits: false, always: limitsHold, checkEnd: finalIs(limRunning, rowtype.StatusPending)},
 		pair{a: doneKeyed, b: reapReleasing, bWaits: false, always: limitsHold, checkEnd: finalIs(limRunning, rowtype.StatusDone)},
 	)
-	return out
+	out = append(out, sequencedQueue.pairs()...)
+	return append(out, ratedQueue.pairs()...)
+}
+
+// claimedQueue is one limited queue's claim and the writers of the rows it
+// locks: every finish of its RUNNING job, a cancel of a PENDING job the
+// claim locks and of the RUNNING one, the worker's release of a job
+// cancelled while running, the sweep, and the writers of its settings
+// row, all releasing the keys the claim holds.
+type claimedQueue struct {
+	claim                                 op
+	finishes                              []op
+	cancelPending, cancelRunning, release op
+	sweep, setLimits, removeSettings      op
+	pending                               int64
+	// queueRow: the claim locks the queue's settings row first (a global
+	// concurrency or a queue-wide rate limit).
+	queueRow bool
+}
+
+var (
+	// The claim through the sequences' heads: no queue row, then its jobs
+	// and keys SKIP LOCKED, then limit.key_running, limit.cancelling and
+	// limit.sequence_head under the keys' rows.
+	sequencedQueue = claimedQueue{
+		claim:          limitedClaimOf("sequenced", 4, sequencedLimits),
+		finishes:       keyedFinishesOf("sequenced", seqRunning, "s1"),
+		cancelPending:  cancelJobReleasing(seqPending, "PENDING, key s1"),
+		cancelRunning:  cancelJobReleasing(seqRunning, "RUNNING, key s1"),
+		release:        jobReleaseOf("sequenced", seqCancelled, "s4"),
+		sweep:          sweepOf("sequenced"),
+		setLimits:      setLimitsOf("sequenced", sequencedLimits),
+		removeSettings: removeSettingsOf("sequenced"),
+		pending:        seqPending,
+	}
+	// The claim through the queue-wide rate window: the queue's row, the
+	// clock and the queue's window (rate.window), its jobs and keys SKIP
+	// LOCKED, and after its jobs the queue's starts (rate.insert,
+	// rate.prune), all under the queue's row.
+	ratedQueue = claimedQueue{
+		claim:          limitedClaimOf("rated", 4, ratedLimits),
+		finishes:       keyedFinishesOf("rated", ratedRunning, "r1"),
+		cancelPending:  cancelJobReleasing(ratedPending, "PENDING, key r1"),
+		cancelRunning:  cancelJobReleasing(ratedRunning, "RUNNING, key r1"),
+		release:        jobReleaseOf("rated", ratedCancelled, "r3"),
+		sweep:          sweepOf("rated"),
+		setLimits:      setLimitsOf("rated", ratedLimits),
+		removeSettings: removeSettingsOf("rated"),
+		pending:        ratedPending,
+		queueRow:       true,
+	}
+)
+
+// pairs are q's claim against each of its writers, in both orders, and
+// against itself. Where the claim comes first it holds the keys of its
+// candidates (s1–s4, r1–r3), and every release of one of them waits for
+// it holding nothing; where a release comes first the claim skips the key
+// it holds. Only a claim that locks the queue's row waits for it: for the
+// other claim of the queue and for the writers of the row.
+func (q claimedQueue) pairs() []pair {
+	var out []pair
+	for _, f := range q.finishes {
+		out = append(out,
+			// The claim holds the finished job's key; the release waits.
+			pair{a: q.claim, b: f, bWaits: true, always: limitsHold},
+			// The release holds the key (and the job it unblocks); the
+			// claim skips both.
+			pair{a: f, b: q.claim, bWaits: false, always: limitsHold},
+		)
+	}
+	return append(out,
+		// Two claims: one at a time on the queue's row, or side by side
+		// on different jobs and keys. The second claim of the rated queue
+		// finds the window the first filled.
+		pair{a: q.claim, b: q.claim, bWaits: q.queueRow, always: limitsHold},
+		// The reaper's write, then its release of the RUNNING job's key.
+		pair{a: q.claim, b: reapReleasing, bWaits: true, always: limitsHold},
+		pair{a: reapReleasing, b: q.claim, bWaits: false, always: limitsHold},
+		// Cancels: of a candidate the claim holds, and of the RUNNING job
+		// whose release then waits for its key.
+		pair{a: q.claim, b: q.cancelPending, bWaits: true, always: limitsHold, checkEnd: finalIs(q.pending, rowtype.StatusCancelled)},
+		pair{a: q.cancelPending, b: q.claim, bWaits: false, always: limitsHold, checkEnd: finalIs(q.pending, rowtype.StatusCancelled)},
+		pair{a: q.claim, b: q.cancelRunning, bWaits: true, always: limitsHold},
+		pair{a: q.cancelRunning, b: q.claim, bWaits: false, always: limitsHold},
+		// The worker's release and the sweep release the key of the job
+		// cancelled while running, which the claim holds.
+		pair{a: q.claim, b: q.release, bWaits: true, always: limitsHold},
+		pair{a: q.release, b: q.claim, bWaits: false, always: limitsHold},
+		pair{a: q.claim, b: q.sweep, bWaits: true, always: limitsHold},
+		pair{a: q.sweep, b: q.claim, bWaits: false, always: limitsHold},
+		// The settings changed or removed while a claim decides by them.
+		// A claim that reads them without a lock reads the row as last
+		// committed and claims by it; one that waited for the row and
+		// found it removed claims as an unlimited queue's does (the old
+		// limits no longer bind it).
+		pair{a: q.claim, b: q.setLimits, bWaits: q.queueRow, always: limitsHold},
+		pair{a: q.setLimits, b: q.claim, bWaits: q.queueRow, always: limitsHold},
+		pair{a: q.claim, b: q.removeSettings, bWaits: q.queueRow, always: limitsHold},
+		q.removeThenClaim(),
+	)
+}
+
+func (q claimedQueue) removeThenClaim() pair {
+	p := pair{a: q.removeSettings, b: q.claim, bWaits: q.queueRow}
+	if !q.queueRow {
+		p.always = limitsHold
+	}
+	return p
 }
 
 // The writers of process rows (lockstep_processes; planguard.Load
