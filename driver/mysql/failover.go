@@ -18,10 +18,14 @@ import (
 // node that is not Synced (joining, donating a full state transfer, or
 // cut off from the cluster's primary component) answers queries with
 // error 1047 and sets wsrep_ready OFF; a MySQL or MariaDB replica, or a
-// Group Replication secondary, is read_only. The hosts are tried in the
-// order the DSN names them for every new connection, so a pool moves
-// back to the first host once it is ready again; database/sql discards a
-// connection the server closed or killed, and its next one comes here.
+// Group Replication secondary, is read_only. A new connection goes to
+// the host the pool's latest connection went to while it is ready, and
+// otherwise to the first ready host in the order the DSN names them: a
+// pool moves only when its host fails, and not back when the first host
+// returns, because on Galera what rests on row locks (limits, sequences,
+// workflow promotion) holds only while every writer writes through one
+// node. database/sql discards a connection the server closed or killed,
+// and its next one comes here.
 type failover struct {
 	hosts      []string // as the DSN names them, for messages
 	connectors []driver.Connector
@@ -50,7 +54,20 @@ func newFailover(cfg *gomysql.Config, hosts []string, logger *slog.Logger) (*fai
 // Connect implements driver.Connector.
 func (f *failover) Connect(ctx context.Context) (driver.Conn, error) {
 	var errs []error
-	for i, c := range f.connectors {
+	f.mu.Lock()
+	last := f.last
+	f.mu.Unlock()
+	order := make([]int, 0, len(f.connectors))
+	if last >= 0 {
+		order = append(order, last)
+	}
+	for i := range f.connectors {
+		if i != last {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		c := f.connectors[i]
 		conn, err := c.Connect(ctx)
 		if err == nil {
 			err = writable(ctx, conn)
@@ -84,8 +101,7 @@ func (f *failover) Host() string {
 	return f.hosts[f.last]
 }
 
-// switched logs a move from one host to another: a failover, or the move
-// back to a preferred host that is ready again.
+// switched logs a move from one host to another.
 func (f *failover) switched(i int, skipped []error) {
 	f.mu.Lock()
 	prev := f.last

@@ -66,8 +66,9 @@ func nodeName(t *testing.T, drv *mysql.Driver) string {
 // nodes of a cluster of the test's own: its connections go to the first;
 // when that node is cut off from the cluster (it then refuses statements
 // with error 1047, classified as unavailable), the pool drops them and
-// connects to the second; when the second is killed with SIGKILL after
-// the first has rejoined, back to the first. Each move is logged.
+// connects to the second, and stays there when the first has rejoined;
+// when the second is killed with SIGKILL, it moves to the first ready
+// host in the DSN's order, the first. Each move is logged.
 func TestFailoverAcrossGaleraNodes(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -127,8 +128,9 @@ func TestFailoverAcrossGaleraNodes(t *testing.T) {
 	_, err = admin1.ExecContext(ctx, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'")
 	require.NoError(t, err)
 	require.NoError(t, c.WaitSynced(ctx, 0))
+	require.Equal(t, "node2", nodeName(t, drv), "the pool stays on its host while it is ready")
 	require.NoError(t, c.Node(1).Kill())
-	require.Equal(t, "node1", nodeName(t, drv), "the first host is preferred again once ready")
+	require.Equal(t, "node1", nodeName(t, drv), "then the first ready host in the DSN's order")
 	require.Contains(t, logs.String(), "from="+c.Node(1).Addr())
 	require.NoError(t, c.StartNode(ctx, 1))
 }

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -50,12 +49,12 @@ var _ driver.Driver = (*Driver)(nil)
 // errors never show the password.
 //
 // A URL may name several hosts ("mysql://app:pw@db1:3306,db2:3306,db3:3306/q":
-// the nodes of a Galera cluster, a primary and its replicas): every new
-// connection goes to the first of them, in that order, that accepts it and
-// can take writes (not read_only; on Galera, wsrep_ready), so a pool moves
-// to another host when its host dies or stops being ready, and back to an
-// earlier one as its connections are renewed (ConnMaxLifetime, a minute).
-// Each move is logged as a warning (OpenWith's Options.Logger).
+// the nodes of a Galera cluster, a primary and its replicas): the pool's
+// connections go to the first of them, in that order, that accepts a
+// connection and can take writes (not read_only; on Galera, wsrep_ready),
+// and stay on that host while it can; when it dies or stops being ready
+// the pool moves to the next ready host, and stays there. Each move is
+// logged as a warning (OpenWith's Options.Logger).
 func Open(ctx context.Context, dsn string) (*Driver, error) {
 	return OpenWith(ctx, dsn, Options{})
 }
@@ -110,9 +109,6 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	db.SetMaxIdleConns(16)
-	if len(hosts) > 0 {
-		db.SetConnMaxLifetime(time.Minute)
-	}
 	shell.Own(&d.Shell, db, nil)
 	d.sessionRC = true
 	return d, nil
