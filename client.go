@@ -46,6 +46,9 @@ type Client struct {
 	processID string
 	process   *rowtype.ProcessRow
 
+	// writes watches the heartbeat writes' waits, for the reaper.
+	writes *writeDelays
+
 	history     *historyAgg        // counts finishes for the rollup; nil with DisableHistory
 	completer   *completer         // batches DONE results while the client runs
 	fetchCancel context.CancelFunc // stops claiming
@@ -82,6 +85,7 @@ func NewClient(drv driver.Driver, cfg Config) (*Client, error) {
 		drv: drv, exec: drv.Executor(), cfg: c, logger: c.Logger,
 		running: map[int64]*runningJob{}, wake: map[string]chan struct{}{},
 		periodic: periodic,
+		writes:   newWriteDelays(c.HeartbeatInterval, c.ReapAfter),
 	}
 	if !c.DisableHistory {
 		cl.history = newHistoryAgg()

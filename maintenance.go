@@ -33,6 +33,7 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 
 // Heartbeat runs one heartbeat now. The loop calls it; tests and tools may.
 func (c *Client) Heartbeat(ctx context.Context) {
+	defer c.writes.start(time.Now)()
 	c.mu.Lock()
 	refs := make([]driver.JobRef, 0, len(c.running))
 	for id, r := range c.running {
@@ -66,7 +67,11 @@ func (c *Client) Heartbeat(ctx context.Context) {
 
 func (c *Client) reapLoop(ctx context.Context) {
 	every(ctx, c.cfg.ReapInterval, func(ctx context.Context) {
-		if _, err := c.Reap(ctx); err != nil && ctx.Err() == nil {
+		if late, wait := c.writes.delayed(time.Now()); late {
+			// Every writer's heartbeat may have waited as long as ours:
+			// a stale heartbeat now says nothing about its worker.
+			c.logger.Info("lockstep: reap deferred: this process's heartbeat writes are waiting on the database", "wait", wait.Round(time.Millisecond))
+		} else if _, err := c.Reap(ctx); err != nil && ctx.Err() == nil {
 			c.logger.Error("lockstep: reap failed", "err", err)
 		}
 		c.limitSweep(ctx)

@@ -165,13 +165,13 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
 			SQL: "SELECT id, attempts, max_attempts, run_id, dependents, queue, limit_key FROM lockstep_jobs FORCE INDEX (lockstep_jobs_heartbeat)" +
-				" WHERE status = 'RUNNING' AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND ORDER BY heartbeat_at, id LIMIT ?",
+				" WHERE status = 'RUNNING' AND heartbeat_at < ? ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
 			Name: catalog.JobReap, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: byPK + "status = IF(attempts >= max_attempts, 'FAILED', 'PENDING'), available_at = " + now +
 				", finished_at = IF(attempts >= max_attempts, " + now + ", NULL), heartbeat_at = " + now + ", last_error = ?, " + history +
-				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < " + now + " - INTERVAL ? MICROSECOND",
+				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < ?",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,

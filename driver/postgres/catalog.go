@@ -147,14 +147,14 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
-			SQL: "SELECT id, attempts, max_attempts, run_id, dependents, queue, limit_key FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < now() - $1" + micro +
+			SQL: "SELECT id, attempts, max_attempts, run_id, dependents, queue, limit_key FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < $1" +
 				" ORDER BY heartbeat_at, id LIMIT $2",
 		},
 		catalog.Statement{
 			Name: catalog.JobReap, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = now(), heartbeat_at = now()," +
 				" finished_at = CASE WHEN attempts >= max_attempts THEN now() END, last_error = $1, error_history = error_history || $2::text::jsonb" +
-				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4 AND heartbeat_at < now() - $5" + micro,
+				" WHERE id = $3 AND status = 'RUNNING' AND attempts = $4 AND heartbeat_at < $5",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,

@@ -119,14 +119,14 @@ func newCatalog() (*catalog.Catalog, error) {
 		},
 		catalog.Statement{
 			Name: catalog.JobReapSelect, Table: jobs, Finds: catalog.JobsHeartbeat,
-			SQL: "SELECT id, attempts, max_attempts, run_id, dependents, queue, limit_key FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < " +
-				"strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0)) ORDER BY heartbeat_at, id LIMIT ?",
+			SQL: "SELECT id, attempts, max_attempts, run_id, dependents, queue, limit_key FROM lockstep_jobs WHERE status = 'RUNNING' AND heartbeat_at < ?" +
+				" ORDER BY heartbeat_at, id LIMIT ?",
 		},
 		catalog.Statement{
 			Name: catalog.JobReap, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = CASE WHEN attempts >= max_attempts THEN 'FAILED' ELSE 'PENDING' END, available_at = " + now + ", heartbeat_at = " + now +
 				", finished_at = CASE WHEN attempts >= max_attempts THEN " + now + " END, last_error = ?, " + history +
-				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -? / 1000000.0))",
+				" WHERE id = ? AND status = 'RUNNING' AND attempts = ? AND heartbeat_at < ?",
 		},
 		catalog.Statement{
 			Name: catalog.JobCancel, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,

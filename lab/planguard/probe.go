@@ -350,10 +350,10 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 		id, skip := target(first(p.running), "RUNNING")
 		return withRow(id, skip, micros, id, p.runningAtt)
 	case catalog.JobReapSelect:
-		return plain(micros, 100)
+		return plain(now.Add(-time.Minute), 100)
 	case catalog.JobReap:
 		id, skip := target(first(p.running), "RUNNING")
-		return withRow(id, skip, "planguard", hist, id, p.runningAtt, micros)
+		return withRow(id, skip, "planguard", hist, id, p.runningAtt, now.Add(-time.Minute))
 	case catalog.JobRetry:
 		id, skip := target(p.failedID, "FAILED")
 		return withRow(id, skip, id)

@@ -21,7 +21,17 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := e.query(ctx, e.q, catalog.JobReapSelect, e.cat().Get(catalog.JobReapSelect).SQL, micros(p.StaleAfter), limit)
+	// One cutoff, on the database's clock as the reap begins, for the
+	// candidates and for each one's fenced UPDATE: an UPDATE that waits
+	// for a lock (SQLite's single writer, a row another transaction
+	// holds) must not measure staleness at the end of its wait, which
+	// every live job's heartbeat spent waiting too.
+	now, err := e.clock(ctx, e.q)
+	if err != nil {
+		return nil, e.wrap("reap: read the clock", err)
+	}
+	cutoff := e.timeArg(now.Add(-p.StaleAfter))
+	rows, err := e.query(ctx, e.q, catalog.JobReapSelect, e.cat().Get(catalog.JobReapSelect).SQL, cutoff, limit)
 	if err != nil {
 		return nil, e.wrap("reap: select", err)
 	}
@@ -49,7 +59,7 @@ func (e *Executor) JobReap(ctx context.Context, p *driver.JobReapParams) ([]rowt
 	var left []leftKey
 	for _, c := range cands {
 		msg := fmt.Sprintf("heartbeat lost: no heartbeat for over %s (worker presumed dead)", p.StaleAfter)
-		args := []any{msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, micros(p.StaleAfter)}
+		args := []any{msg, historyEntry(int(c.attempts), msg), c.id, c.attempts, cutoff}
 		var affected int64
 		if c.dependents > 0 && c.runID != 0 && c.attempts >= c.maxAttmpt {
 			// Reaped to FAILED, with dependents: written with theirs, the
