@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,6 +92,8 @@ func TestChaosGaleraNodeKill(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = watch.Close() })
 	var f finals
+	var watchErr atomic.Value // the latest failed count, for the failure message
+	watchErr.Store("")
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go func() {
@@ -99,6 +102,8 @@ func TestChaosGaleraNodeKill(t *testing.T) {
 			if err := watch.QueryRowContext(watchCtx,
 				"SELECT COUNT(*) FROM lockstep_jobs WHERE status IN ('DONE', 'CANCELLED')").Scan(&n); err == nil {
 				f.add(time.Now(), n)
+			} else {
+				watchErr.Store(err.Error())
 			}
 			select {
 			case <-watchCtx.Done():
@@ -117,6 +122,7 @@ func TestChaosGaleraNodeKill(t *testing.T) {
 		err error
 	}
 	done := make(chan outcome, 1)
+	var ended atomic.Bool // chaos.Run returned
 	var progress strings.Builder
 	begin := time.Now()
 	go func() {
@@ -130,6 +136,7 @@ func TestChaosGaleraNodeKill(t *testing.T) {
 			Seed:       21,
 			Progress:   &progress,
 		})
+		ended.Store(true)
 		done <- outcome{res, err}
 	}()
 
@@ -137,8 +144,13 @@ func TestChaosGaleraNodeKill(t *testing.T) {
 	// the rows, not on time.
 	waitFinals := func(n int) {
 		t.Helper()
-		require.Eventually(t, func() bool { return f.last() >= n }, 5*time.Minute, 50*time.Millisecond,
-			"%d jobs ended (want %d); progress:\n%s", f.last(), n, progress.String())
+		require.Eventually(t, func() bool { return f.last() >= n || ended.Load() }, 5*time.Minute, 50*time.Millisecond,
+			"%d jobs ended (want %d; the count's latest error: %v); progress:\n%s", f.last(), n, watchErr.Load(), progress.String())
+		if f.last() < n {
+			out := <-done
+			t.Fatalf("the chaos run ended before %d jobs had (%d counted; the count's latest error: %v): %v\n%v",
+				n, f.last(), watchErr.Load(), out.err, out.res)
+		}
 	}
 	waitFinals(jobs / 5)
 	killed := time.Now()
