@@ -182,26 +182,7 @@ func launchPostgres(dir, binDir string, durable bool) (*server, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Running postgres directly rather than through pg_ctl keeps it our
-		// child, so the parent-death signal reaches it.
-		args := []string{
-			"-D", dataDir,
-			"-p", strconv.Itoa(port),
-			"-k", dir,
-			"-c", "listen_addresses=127.0.0.1",
-			"-c", "TimeZone=UTC",
-			"-c", "log_timezone=UTC",
-			"-c", "log_lock_waits=on",
-		}
-		for _, setting := range postgresSettings(binDir, durable) {
-			args = append(args, "-c", setting)
-		}
-		newCmd := func() *exec.Cmd {
-			cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)
-			cmd.Dir = dir
-			cmd.Env = env
-			return cmd
-		}
+		newCmd := postgresCommand(dir, dataDir, binDir, port, env, durable)
 		logStart := fileSize(logPath)
 		s, err := runPostgres(newCmd, cred, port, dir, logPath)
 		if err == nil {
@@ -213,6 +194,31 @@ func launchPostgres(dir, binDir string, durable bool) (*server, error) {
 		}
 	}
 	return nil, lastErr
+}
+
+// postgresCommand builds the command that runs postgres on dataDir,
+// listening on 127.0.0.1:port and a socket in dir.
+func postgresCommand(dir, dataDir, binDir string, port int, env []string, durable bool) func() *exec.Cmd {
+	// Running postgres directly rather than through pg_ctl keeps it our
+	// child, so the parent-death signal reaches it.
+	args := []string{
+		"-D", dataDir,
+		"-p", strconv.Itoa(port),
+		"-k", dir,
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "TimeZone=UTC",
+		"-c", "log_timezone=UTC",
+		"-c", "log_lock_waits=on",
+	}
+	for _, setting := range postgresSettings(binDir, durable) {
+		args = append(args, "-c", setting)
+	}
+	return func() *exec.Cmd {
+		cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		return cmd
+	}
 }
 
 func runPostgres(newCmd func() *exec.Cmd, cred *syscall.Credential, port int, dir, logPath string) (*server, error) {
