@@ -18,6 +18,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -44,6 +45,16 @@ var staticFS embed.FS
 type Config struct {
 	// Client reads and changes the queue. Required.
 	Client *lockstep.Client
+	// Reader, when set, serves the pages' reads (queues, jobs, runs,
+	// history, processes) instead of Client: a client on a replica, so
+	// that the dashboard's reads do not load the primary. The actions
+	// (cancel, retry, pause, limits, bulk actions and their previews) and
+	// the reads they check go through Client. A replica's reads lag its
+	// primary: set ReplicaLag to show by how much.
+	Reader *lockstep.Client
+	// ReplicaLag, when set, reports how far Reader's database is behind
+	// the primary; the queues page shows it.
+	ReplicaLag func(ctx context.Context) (time.Duration, error)
 	// DB is the pool the lock monitor reads the server's lock tables and
 	// SHOW ENGINE INNODB STATUS through. Default: the client's driver's.
 	// A small pool of its own is better: it still gets a connection when
@@ -102,6 +113,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	client  *lockstep.Client
+	reader  *lockstep.Client // Config.Reader, or client
 	db      *sql.DB
 	logger  *slog.Logger
 	handler http.Handler
@@ -196,7 +208,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, client: cfg.Client, db: cfg.DB, logger: cfg.Logger,
+		cfg: cfg, client: cfg.Client, reader: cmp.Or(cfg.Reader, cfg.Client), db: cfg.DB, logger: cfg.Logger,
 		secret: secret, pages: pages,
 		locks:   newLockMonitor(cfg.Dialect, cfg.DB, cfg.MaxDeadlocks),
 		lastErr: map[string]string{},

@@ -195,9 +195,9 @@ func (s *Server) historyRead(r *http.Request, action, fixedQueue string, read bo
 		ctx, cancel := s.ctx(r)
 		defer cancel()
 		var err error
-		rows, err = s.client.History(ctx, lockstep.HistoryParams{Since: from, Until: to, Queue: v.Queue, Kind: v.Kind})
+		rows, err = s.reader.History(ctx, lockstep.HistoryParams{Since: from, Until: to, Queue: v.Queue, Kind: v.Kind})
 		if err == nil {
-			recent, err = s.client.History(ctx, lockstep.HistoryParams{Since: now.Add(-time.Hour), Queue: fixedQueue})
+			recent, err = s.reader.History(ctx, lockstep.HistoryParams{Since: now.Add(-time.Hour), Queue: fixedQueue})
 		}
 		if err != nil {
 			v.Error = "reading history: " + redact(err.Error())
@@ -316,7 +316,7 @@ func (s *Server) handleKinds(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UTC()
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	rows, err := s.client.History(ctx, lockstep.HistoryParams{Since: now.Add(-24 * time.Hour)})
+	rows, err := s.reader.History(ctx, lockstep.HistoryParams{Since: now.Add(-24 * time.Hour)})
 	if err != nil {
 		s.dbError(w, r, "reading history", err)
 		return

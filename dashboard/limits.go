@@ -160,7 +160,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	st, err := s.client.QueueStats(ctx, queue, &lockstep.StatsParams{CountLimit: s.cfg.CountLimit, Window: s.cfg.Window})
+	st, err := s.reader.QueueStats(ctx, queue, &lockstep.StatsParams{CountLimit: s.cfg.CountLimit, Window: s.cfg.Window})
 	if err != nil {
 		s.dbError(w, r, "queue "+strconv.Quote(queue)+" stats", err)
 		return

@@ -106,6 +106,9 @@ type queuesTable struct {
 	MaxQueues int
 	// CSRF is for the rows' forms; Note reports what an action did.
 	CSRF, Note string
+	// Replica says, when the pages read from a replica, how far behind
+	// the primary it is.
+	Replica string
 	// WorkersLimit is the highest max workers a queue may be given.
 	WorkersLimit int
 }
@@ -117,12 +120,25 @@ type queuesData struct {
 	Message string
 }
 
+// replicaLag describes the replica the pages read from, "" when they read
+// from the primary.
+func (s *Server) replicaLag(ctx context.Context) string {
+	if s.cfg.ReplicaLag == nil {
+		return ""
+	}
+	lag, err := s.cfg.ReplicaLag(ctx)
+	if err != nil {
+		return "These pages read from a replica; its lag could not be read: " + err.Error()
+	}
+	return "These pages read from a replica, " + fmtDur(lag) + " behind the primary; actions go to the primary."
+}
+
 // sample reads every queue's stats (and notes the database is up).
 func (s *Server) sample(ctx context.Context) ([]*lockstep.QueueStats, error) {
 	if s.client == nil {
 		return nil, nil
 	}
-	stats, err := s.client.Stats(ctx, &lockstep.StatsParams{CountLimit: s.cfg.CountLimit, Window: s.cfg.Window, MaxQueues: s.cfg.MaxQueues})
+	stats, err := s.reader.Stats(ctx, &lockstep.StatsParams{CountLimit: s.cfg.CountLimit, Window: s.cfg.Window, MaxQueues: s.cfg.MaxQueues})
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +165,7 @@ func (s *Server) queuesTable(r *http.Request) (queuesTable, error) {
 		CSRF: info(r).csrfToken, WorkersLimit: lockstep.MaxQueueWorkers}
 	stats, err := s.sample(ctx)
 	t.readFailed(s, r, "reading queue stats", err)
+	t.Replica = s.replicaLag(ctx)
 	if len(stats) >= s.cfg.MaxQueues {
 		t.MaxQueues = s.cfg.MaxQueues
 	}
@@ -295,7 +312,7 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	runs, err := s.client.Runs(ctx, lockstep.RunListParams{BeforeID: before, Limit: s.cfg.PageSize}, s.cfg.CountLimit)
+	runs, err := s.reader.Runs(ctx, lockstep.RunListParams{BeforeID: before, Limit: s.cfg.PageSize}, s.cfg.CountLimit)
 	if err != nil {
 		s.dbError(w, r, "list runs", err)
 		return
@@ -392,7 +409,7 @@ func (s *Server) jobPage(ctx context.Context, r *http.Request, p lockstep.JobPag
 	var page *lockstep.JobPage
 	for {
 		var err error
-		if page, err = s.client.JobPage(ctx, p); err != nil {
+		if page, err = s.reader.JobPage(ctx, p); err != nil {
 			return jobList{}, err
 		}
 		examined += page.Examined
@@ -474,7 +491,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	rs, err := s.client.RunSummary(ctx, id, s.cfg.CountLimit)
+	rs, err := s.reader.RunSummary(ctx, id, s.cfg.CountLimit)
 	if err != nil {
 		s.dbError(w, r, "run "+strconv.FormatInt(id, 10), err)
 		return
@@ -490,7 +507,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.dbError(w, r, "list jobs", err)
 		return
 	}
-	graph, err := s.client.RunGraph(ctx, id, graphLimit)
+	graph, err := s.reader.RunGraph(ctx, id, graphLimit)
 	if err != nil {
 		s.dbError(w, r, "run "+strconv.FormatInt(id, 10)+" graph", err)
 		return
@@ -567,7 +584,7 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	var byID *lockstep.JobRow
 	var byRun *lockstep.RunSummary
 	if id, err := strconv.ParseInt(search, 10, 64); full && err == nil && id > 0 {
-		j, err := s.client.Job(ctx, id)
+		j, err := s.reader.Job(ctx, id)
 		switch {
 		case err == nil:
 			byID = j
@@ -575,7 +592,7 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 			s.dbError(w, r, "get job", err)
 			return
 		}
-		run, err := s.client.RunSummary(ctx, id, s.cfg.CountLimit)
+		run, err := s.reader.RunSummary(ctx, id, s.cfg.CountLimit)
 		switch {
 		case err == nil:
 			byRun = run
@@ -595,7 +612,7 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	var queues []string
 	if full {
-		if queues, err = s.client.Queues(ctx, s.cfg.MaxQueues); err != nil {
+		if queues, err = s.reader.Queues(ctx, s.cfg.MaxQueues); err != nil {
 			s.dbError(w, r, "list queues", err)
 			return
 		}
@@ -605,7 +622,7 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	// can still be typed.
 	var kinds []string
 	if full {
-		recent, err := s.client.History(ctx, lockstep.HistoryParams{Since: time.Now().Add(-time.Hour)})
+		recent, err := s.reader.History(ctx, lockstep.HistoryParams{Since: time.Now().Add(-time.Hour)})
 		if err != nil {
 			s.dbError(w, r, "read history", err)
 			return
@@ -718,7 +735,7 @@ func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	j, err := s.client.Job(ctx, id)
+	j, err := s.reader.Job(ctx, id)
 	if err != nil {
 		s.dbError(w, r, "job "+strconv.FormatInt(id, 10), err)
 		return

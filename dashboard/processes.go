@@ -35,7 +35,7 @@ type processList struct {
 func (s *Server) handleProcesses(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	ps, _, err := s.client.Processes(ctx)
+	ps, _, err := s.reader.Processes(ctx)
 	if err != nil {
 		s.dbError(w, r, "list processes", err)
 		return

@@ -25,7 +25,7 @@ var queueMessages = map[string]string{
 // each queue that has settings but was not among those read (paused, say,
 // before its first job).
 func (s *Server) withSettings(ctx context.Context, t *queuesTable) error {
-	list, err := s.client.ListQueueSettings(ctx)
+	list, err := s.reader.ListQueueSettings(ctx)
 	if err != nil {
 		return err
 	}

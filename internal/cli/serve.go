@@ -27,6 +27,7 @@ type serveOptions struct {
 	countLimit    int
 	secureCookies bool
 	stopTimeout   time.Duration
+	readDSN       string
 	// The workers, as `lockstep work` takes them; none unless --kind.
 	work workOptions
 }
@@ -44,6 +45,12 @@ summaries, runs with their progress, a run's jobs,
 each job's args, attempts and error history, and the lock monitor (current
 lock waits; on MySQL/MariaDB the deadlocks InnoDB reports while serving,
 decoded). Runs and jobs can be cancelled, failed jobs retried.
+
+With --read-dsn (a replica of the --dsn database: a PostgreSQL standby, a
+MySQL or MariaDB replica) the pages read from it, so that watching the
+queue does not load the primary; the actions (cancel, retry, pause, limits,
+bulk actions) still go to --dsn. The queues page says how far the replica
+is behind.
 
 Also served: /metrics (Prometheus; behind the token like the pages) and
 /healthz (no token; 200 when the database answers, else 503 with a short
@@ -78,6 +85,7 @@ sets.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on (a non-loopback address needs a token)")
 	f.StringVar(&o.token, "token", "", "token required on every request (default $LOCKSTEP_TOKEN)")
 	f.IntVar(&o.countLimit, "count-limit", 10_000, "counts shown stop at this many (shown as ≥N), so pages stay fast on large tables")
+	f.StringVar(&o.readDSN, "read-dsn", "", "a replica of the --dsn database for the pages' reads (the actions go to --dsn); the queues page shows its lag")
 	f.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure (when served over HTTPS, e.g. behind a TLS proxy)")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for requests and running jobs, together (a second signal cancels them at once)")
 	f.StringArrayVar(&o.work.queues, "queue", nil, "with --kind: queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
@@ -172,11 +180,28 @@ func (c *app) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	if monitor != nil {
 		defer func() { _ = monitor.Close() }()
 	}
-	dash, err := dashboard.New(dashboard.Config{
+	dcfg := dashboard.Config{
 		Client: client, DB: monitor, Token: o.token, Logger: c.Logger, CountLimit: o.countLimit,
 		SecureCookies: o.secureCookies,
 		Metrics:       c.metricsHandler(reg),
-	})
+	}
+	if o.readDSN != "" {
+		rd, err := c.OpenReadDriver(ctx, o.readDSN)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = rd.Close() }()
+		if rd.Dialect() != d.Dialect() {
+			return fmt.Errorf("--read-dsn is a %s database, --dsn a %s one: the replica must be of the same kind", rd.Dialect(), d.Dialect())
+		}
+		if dcfg.Reader, err = lockstep.NewClient(rd, lockstep.Config{Logger: c.Logger}); err != nil {
+			return err
+		}
+		if dcfg.ReplicaLag, err = dashboard.ReplicaLag(rd.DB(), rd.Dialect()); err != nil {
+			return err
+		}
+	}
+	dash, err := dashboard.New(dcfg)
 	if err != nil {
 		return err
 	}

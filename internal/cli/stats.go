@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/dashboard"
 	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
@@ -39,6 +41,9 @@ type statsOut struct {
 	WindowSeconds float64         `json:"window_seconds"`
 	CountLimit    int             `json:"count_limit"`
 	Queues        []queueStatsOut `json:"queues"`
+	// ReplicaLagSeconds: with --read-dsn, how far the replica read from
+	// is behind the primary.
+	ReplicaLagSeconds *float64 `json:"replica_lag_seconds,omitempty"`
 }
 
 func toQueueStatsOut(st *lockstep.QueueStats, window time.Duration) queueStatsOut {
@@ -79,6 +84,7 @@ func newStatsCmd(c *app) *cobra.Command {
 	var window time.Duration
 	var countLimit int
 	var asJSON bool
+	var readDSN string
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Show each queue's jobs by status, its oldest waiting job and its throughput",
@@ -89,7 +95,10 @@ available PENDING job has waited, and how many jobs per second finished
 (DONE or FAILED) over the last --window.
 
 Each count reads at most --count-limit index entries, so stats stay cheap on
-a huge queue; a count that reaches the limit is shown as ≥N.`,
+a huge queue; a count that reaches the limit is shown as ≥N.
+
+With --read-dsn the counts are read from that replica of the --dsn
+database, and its lag is printed first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if window <= 0 {
@@ -99,17 +108,24 @@ a huge queue; a count that reaches the limit is shown as ≥N.`,
 				return fmt.Errorf("--count-limit must be at least 1, got %d", countLimit)
 			}
 			ctx := cmd.Context()
-			return c.withQueueClient(ctx, func(client *lockstep.Client) error {
+			return c.withStatsClient(ctx, readDSN, func(client *lockstep.Client, lag *time.Duration) error {
 				stats, err := client.Stats(ctx, &lockstep.StatsParams{CountLimit: countLimit, Window: window})
 				if err != nil {
 					return err
 				}
 				out := statsOut{WindowSeconds: window.Seconds(), CountLimit: countLimit, Queues: make([]queueStatsOut, 0, len(stats))}
+				if lag != nil {
+					secs := lag.Seconds()
+					out.ReplicaLagSeconds = &secs
+				}
 				for _, st := range stats {
 					out.Queues = append(out.Queues, toQueueStatsOut(st, window))
 				}
 				if asJSON {
 					return clienv.JSON(c.Stdout, out)
+				}
+				if lag != nil {
+					fmt.Fprintf(c.Stdout, "read from the --read-dsn replica, %s behind the primary\n", outAge(*lag))
 				}
 				if len(out.Queues) == 0 {
 					_, err := fmt.Fprintln(c.Stdout, "no queue has jobs")
@@ -151,5 +167,32 @@ a huge queue; a count that reaches the limit is shown as ≥N.`,
 	cmd.Flags().DurationVar(&window, "window", time.Minute, "how far back to count finished jobs for JOBS/S")
 	cmd.Flags().IntVar(&countLimit, "count-limit", 100000, "count at most this many jobs of each status of each queue (more show ≥)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	cmd.Flags().StringVar(&readDSN, "read-dsn", "", "read the counts from this replica of the --dsn database (its lag is shown)")
 	return cmd
+}
+
+// withStatsClient runs fn with a client on the --dsn database, or on the
+// --read-dsn replica with its lag.
+func (c *app) withStatsClient(ctx context.Context, readDSN string, fn func(*lockstep.Client, *time.Duration) error) error {
+	if readDSN == "" {
+		return c.withQueueClient(ctx, func(client *lockstep.Client) error { return fn(client, nil) })
+	}
+	d, err := c.OpenReadDriver(ctx, readDSN)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }()
+	readLag, err := dashboard.ReplicaLag(d.DB(), d.Dialect())
+	if err != nil {
+		return err
+	}
+	lag, err := readLag(ctx)
+	if err != nil {
+		return fmt.Errorf("--read-dsn: %w", err)
+	}
+	client, err := lockstep.NewClient(d, lockstep.Config{Logger: c.Logger})
+	if err != nil {
+		return err
+	}
+	return fn(client, &lag)
 }

@@ -97,6 +97,25 @@ func (e *Env) OpenDriver(ctx context.Context) (driver.Driver, error) {
 	return d, nil
 }
 
+// OpenReadDriver opens readDSN, a replica of the --dsn database that
+// commands read from instead (serve's pages, stats), and checks that it
+// holds lockstep's tables. It must be of the same kind as --dsn.
+func (e *Env) OpenReadDriver(ctx context.Context, readDSN string) (driver.Driver, error) {
+	d, err := dsn.Open(ctx, readDSN)
+	if err != nil {
+		return nil, fmt.Errorf("--read-dsn: %w", err)
+	}
+	if err := e.CheckSchema(ctx, d); err != nil {
+		_ = d.Close()
+		return nil, fmt.Errorf("--read-dsn: %w", err)
+	}
+	if d.Dialect() == "sqlite" {
+		_ = d.Close()
+		return nil, errors.New("--read-dsn names a SQLite file: SQLite has no replicas; read from the --dsn database")
+	}
+	return d, nil
+}
+
 // checkDefaultFile refuses to let a command create ./lockstep.db. Opening
 // a SQLite file creates it, so a forgotten --dsn would otherwise enqueue
 // into a new file in whatever directory the command ran in; only `migrate
