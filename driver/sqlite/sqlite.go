@@ -40,7 +40,9 @@ var _ driver.Driver = (*Driver)(nil)
 // "sqlite:path", "sqlite:///abs/path" or SQLite's URI "file:path?params";
 // the lockstep CLI takes the same. A path is taken literally up to a '?',
 // which starts SQLite URI parameters. It sets what the queue needs: WAL,
-// BEGIN IMMEDIATE, a busy timeout.
+// BEGIN IMMEDIATE, a busy timeout, and synchronous=NORMAL (a commit
+// survives the process's crash; "file:q.db?_pragma=synchronous(FULL)"
+// makes it survive a power loss too, at an fsync per commit).
 func Open(ctx context.Context, dsn string) (*Driver, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -49,15 +51,20 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	uri := parsed.URI()
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	if !setsPragma(uri, "synchronous") {
+		// NORMAL: in WAL mode a commit survives a crash of the process
+		// (kill -9), not a power loss of the machine; the DSN's own
+		// _pragma=synchronous(FULL) buys that at an fsync per commit.
+		q.Add("_pragma", "synchronous(NORMAL)")
+	}
 	q.Add("_pragma", "foreign_keys(1)")
 	// Every transaction takes the write lock at BEGIN: a read that later
 	// upgrades to a write can fail with BUSY no busy timeout can cure.
 	q.Set("_txlock", "immediate")
-	uri := parsed.URI()
 	sep := "?"
 	if strings.Contains(uri, "?") {
 		sep = "&"
@@ -77,6 +84,25 @@ func Open(ctx context.Context, dsn string) (*Driver, error) {
 	}
 	shell.Own(&d.Shell, db, nil)
 	return d, nil
+}
+
+// setsPragma reports whether a URI's own parameters set the pragma name
+// (_pragma=name(value), as the modernc driver takes them).
+func setsPragma(uri, name string) bool {
+	_, query, ok := strings.Cut(uri, "?")
+	if !ok {
+		return false
+	}
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		return false
+	}
+	for _, v := range values["_pragma"] {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // New wraps a *sql.DB opened with the "sqlite" driver. The pool should use
