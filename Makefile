@@ -113,6 +113,8 @@ bench: deps bench-build
 	@cat $(BENCH_OUT)/depth.md
 	$(BENCH) latency > $(BENCH_OUT)/latency.md
 	@cat $(BENCH_OUT)/latency.md
+	$(BENCH) topology > $(BENCH_OUT)/topology.md
+	@cat $(BENCH_OUT)/topology.md
 
 # gofmt, vet and tests of the bench module: the root's `go vet ./...` does
 # not descend into a nested module.
@@ -134,3 +136,4 @@ bench-smoke: deps bench-check bench-build
 	$(BENCH) --log-level warn latency --rates 20,200 --duration 1s --tuned-min-poll 0
 	$(BENCH) --log-level warn waiting --reps 1 --jobs 500 --waiting 2000
 	$(BENCH) --log-level warn limits --reps 1 --jobs 500 --rate-jobs 300 --keys 100 --serial-jobs 500
+	$(BENCH) --log-level warn topology --reps 1 --jobs 300

@@ -80,6 +80,7 @@ func newRoot(stdout, stderr io.Writer) *root {
 		newLatencyCmd(r),
 		newWaitingCmd(r),
 		newLimitsCmd(r),
+		newTopologyCmd(r),
 	)
 	r.cmd = cmd
 	return r
