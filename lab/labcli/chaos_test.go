@@ -62,32 +62,10 @@ func TestChaosKill9(t *testing.T) {
 	workMillis := envInt(t, "LOCKSTEP_CHAOS_WORK_MS", 100)
 	for _, d := range serverDialects() {
 		t.Run(d.name, func(t *testing.T) {
-			l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.dsn(t)}
-			require.Contains(t, l.OK("migrate", "up"), "schema is at version")
-			var progress strings.Builder
-			res, err := chaos.Run(context.Background(), chaos.Config{
-				Binary:     l.Bin,
-				DSN:        l.DSN,
-				Env:        []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
-				LogDir:     t.TempDir(),
-				Jobs:       jobs,
-				WorkMillis: workMillis,
-				Seed:       uint64(len(d.name)),
-				Progress:   &progress,
-			})
-			if res != nil {
-				t.Log(res.String())
-			}
-			require.NoError(t, err, "progress:\n%s", progress.String())
-			require.Empty(t, res.Problems, "%d problems", res.ProblemCount)
-			require.Equal(t, res.Jobs, res.Done+res.Cancelled, "every job, callbacks included, DONE or CANCELLED")
+			res := runChaos(t, d.dsn(t), jobs, workMillis, uint64(len(d.name)))
 			// Half the runs are workflows with callbacks (chaos.Config.
 			// WorkflowEvery): kills must not lose a promotion or a callback.
 			require.Positive(t, res.Workflows, "workflow runs")
-			require.Positive(t, res.Promotions, "promotions")
-			require.Positive(t, res.CallbacksFired, "callbacks fired")
-			require.Positive(t, res.Kills, "the run must have killed processes to prove anything")
-			require.Positive(t, res.Reaps, "killed processes' jobs must have been reaped")
 			require.Equal(t, 3, res.RunsCancelled)
 		})
 	}
@@ -101,7 +79,15 @@ func TestChaosKill9(t *testing.T) {
 // $LOCKSTEP_CHAOS_SQLITE_JOBS sets the size of a long run.
 func TestChaosKill9SQLite(t *testing.T) {
 	jobs := envInt(t, "LOCKSTEP_CHAOS_SQLITE_JOBS", 2000)
-	l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: "sqlite://" + filepath.Join(t.TempDir(), "chaos.db")}
+	runChaos(t, "sqlite://"+filepath.Join(t.TempDir(), "chaos.db"), jobs, 50, 6)
+}
+
+// runChaos migrates dsn, runs the chaos harness on it with four processes
+// and checks what every run must show: no problem, every job final, and
+// kills, reaps, promotions and callbacks that prove something happened.
+func runChaos(t *testing.T, dsn string, jobs, workMillis int, seed uint64) *chaos.Result {
+	t.Helper()
+	l := &clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: dsn}
 	require.Contains(t, l.OK("migrate", "up"), "schema is at version")
 	var progress strings.Builder
 	res, err := chaos.Run(context.Background(), chaos.Config{
@@ -111,8 +97,8 @@ func TestChaosKill9SQLite(t *testing.T) {
 		LogDir:     t.TempDir(),
 		Processes:  4,
 		Jobs:       jobs,
-		WorkMillis: 50,
-		Seed:       6,
+		WorkMillis: workMillis,
+		Seed:       seed,
 		Progress:   &progress,
 	})
 	if res != nil {
@@ -125,6 +111,7 @@ func TestChaosKill9SQLite(t *testing.T) {
 	require.Positive(t, res.CallbacksFired, "callbacks fired")
 	require.Positive(t, res.Kills, "the run must have killed processes to prove anything")
 	require.Positive(t, res.Reaps, "killed processes' jobs must have been reaped")
+	return res
 }
 
 // TestKill9MidJob is the deterministic half of the chaos test: a process
