@@ -31,6 +31,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/internal/statusaudit"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // Config configures a chaos run. Zero values take the documented defaults.
@@ -351,6 +352,12 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		open, waiting, err := r.openJobs(ctx)
 		if err != nil {
+			if k := r.drv.ClassifyError(err); k == rowtype.ErrorConnection || k == rowtype.ErrorUnavailable {
+				// The database is away or failing over (a test killing
+				// the node under the processes): look again at the next
+				// tick, within the run's timeout.
+				continue
+			}
 			return err
 		}
 		if open == 0 {
