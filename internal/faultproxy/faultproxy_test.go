@@ -389,5 +389,8 @@ func TestPatternAcrossReads(t *testing.T) {
 	require.Equal(t, "xx SELE", received.String(), "the read that completed the pattern was not forwarded")
 	mu.Unlock()
 	require.Equal(t, 1, f.Count())
+	// The dropped connection leaves the proxy's table when its relay
+	// goroutines have ended, a moment after the close the client saw.
+	require.Eventually(t, func() bool { return p.Stats().Open == 0 }, 30*time.Second, time.Millisecond)
 	require.Equal(t, faultproxy.Stats{Accepted: 1, Dropped: 1}, p.Stats())
 }
