@@ -33,7 +33,7 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 
 // Heartbeat runs one heartbeat now. The loop calls it; tests and tools may.
 func (c *Client) Heartbeat(ctx context.Context) {
-	defer c.writes.start(time.Now)()
+	defer c.writes.start()()
 	c.mu.Lock()
 	refs := make([]driver.JobRef, 0, len(c.running))
 	for id, r := range c.running {

@@ -143,7 +143,7 @@ func (c *Client) processLoop(ctx context.Context, p *rowtype.ProcessRow) {
 }
 
 func (c *Client) processHeartbeat(ctx context.Context, p *rowtype.ProcessRow) {
-	defer c.writes.start(time.Now)()
+	defer c.writes.start()()
 	var found bool
 	err := c.retryDBIdempotent(ctx, "process heartbeat", func(ctx context.Context) error {
 		var err error

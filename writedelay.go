@@ -50,15 +50,15 @@ func newWriteDelays(heartbeat, reapAfter time.Duration) *writeDelays {
 }
 
 // start marks a write as begun; the returned func marks it finished.
-func (w *writeDelays) start(now func() time.Time) (finish func()) {
+func (w *writeDelays) start() (finish func()) {
 	w.mu.Lock()
 	id := w.next
 	w.next++
-	began := now()
+	began := time.Now()
 	w.inFlight[id] = began
 	w.mu.Unlock()
 	return func() {
-		end := now()
+		end := time.Now()
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		delete(w.inFlight, id)

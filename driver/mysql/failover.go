@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // failover connects to the first of several servers that accepts a
@@ -145,8 +147,8 @@ func writable(ctx context.Context, conn driver.Conn) error {
 		"ON v.VARIABLE_NAME = 'WSREP_ON' AND v.VARIABLE_VALUE = 'ON' WHERE s.VARIABLE_NAME = 'WSREP_READY')", nil)
 	if err != nil {
 		var me *gomysql.MySQLError
-		if errors.As(err, &me) && me.Number == 1047 {
-			return &notWritableError{"the Galera node is not ready (error 1047)"}
+		if unavailable(err) {
+			return &notWritableError{"the server refuses statements (" + err.Error() + ")"}
 		}
 		if errors.As(err, &me) && (me.Number == 1109 || me.Number == 3167) {
 			// information_schema.GLOBAL_STATUS is off on Oracle MySQL
@@ -199,19 +201,11 @@ func asText(v driver.Value) string {
 	}
 }
 
-// unavailable reports whether err is a server's refusal to take writes:
-// a Galera node that is not ready (1047), or a read-only server (1290
-// ER_OPTION_PREVENTS_STATEMENT for --read-only, 1836 ER_READ_ONLY_MODE).
+// unavailable reports whether err is a server's refusal to take writes,
+// as classify sorts the codes.
 func unavailable(err error) bool {
-	var me *gomysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case 1047, 1290, 1836:
-		return true
-	}
-	return false
+	kind, _ := classify(err)
+	return kind == rowtype.ErrorUnavailable
 }
 
 // failoverConn is a connection of a failover pool. Once its server has
