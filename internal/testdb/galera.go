@@ -503,3 +503,98 @@ func waitFor(ctx context.Context, done func() (bool, error)) error {
 		}
 	}
 }
+
+// GaleraCounters is what one Galera node has counted since it started: its
+// InnoDB deadlocks, its local transactions that failed certification at
+// COMMIT (a write another node committed first), and those it aborted to
+// apply another node's writes.
+type GaleraCounters struct {
+	Deadlocks, CertFailures, BFAborts int64
+}
+
+// Sub is c less an earlier reading.
+func (c GaleraCounters) Sub(before GaleraCounters) GaleraCounters {
+	return GaleraCounters{c.Deadlocks - before.Deadlocks, c.CertFailures - before.CertFailures, c.BFAborts - before.BFAborts}
+}
+
+func (c GaleraCounters) String() string {
+	return fmt.Sprintf("deadlocks %d, certification failures %d, brute-force aborts %d", c.Deadlocks, c.CertFailures, c.BFAborts)
+}
+
+// ReadGaleraCounters reads every node's counters, one per DSN of
+// GaleraAdminDSNs, in the same order.
+func ReadGaleraCounters(ctx context.Context, adminDSNs []string) ([]GaleraCounters, error) {
+	out := make([]GaleraCounters, len(adminDSNs))
+	for i, dsn := range adminDSNs {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("testdb: Galera node %d: %v", i+1, err)
+		}
+		err = func() error {
+			defer db.Close()
+			rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_deadlocks', 'wsrep_local_cert_failures', 'wsrep_local_bf_aborts')")
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			seen := 0
+			for rows.Next() {
+				var k, v string
+				if err := rows.Scan(&k, &v); err != nil {
+					return err
+				}
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return fmt.Errorf("status %s is %q, not a count", k, v)
+				}
+				seen++
+				switch strings.ToLower(k) {
+				case "innodb_deadlocks":
+					out[i].Deadlocks = n
+				case "wsrep_local_cert_failures":
+					out[i].CertFailures = n
+				case "wsrep_local_bf_aborts":
+					out[i].BFAborts = n
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if seen != 3 {
+				return fmt.Errorf("the node reported %d of its 3 counters: not a Galera node?", seen)
+			}
+			return nil
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("testdb: reading Galera node %d's counters: %v", i+1, err)
+		}
+	}
+	return out, nil
+}
+
+// WatchGaleraCounters reads the counters of every node of the cluster
+// Galera uses now, and returns what reads them again and gives each node's
+// counts since.
+func WatchGaleraCounters(t testing.TB) func() []GaleraCounters {
+	t.Helper()
+	admin := GaleraAdminDSNs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	before, err := ReadGaleraCounters(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() []GaleraCounters {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+		defer cancel()
+		after, err := ReadGaleraCounters(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range after {
+			after[i] = after[i].Sub(before[i])
+		}
+		return after
+	}
+}

@@ -393,22 +393,11 @@ func sessionA(s server, a op, at point) locktest.SessionA {
 // wait: a SKIP LOCKED claim); A continues; neither may fail, least of all
 // with a deadlock.
 func TestWriterPairs(t *testing.T) {
-	// The process rows' writers are a group of their own per server
-	// ("MariaDB processes"), so that -run 'TestWriterPairs/.*process'
-	// runs just them.
-	groups := []struct {
-		suffix string
-		pairs  func() []pair
-	}{
-		{"", func() []pair { return append(pairs(), limitPairs()...) }},
-		{" processes", processPairs},
-		{" bulk", bulkPairs},
-	}
 	for _, s := range servers(t) {
 		// The servers run side by side; one server's groups one after
 		// the other, on its one data set.
 		var one sync.Mutex
-		for _, g := range groups {
+		for _, g := range pairGroups() {
 			t.Run(s.name+g.suffix, func(t *testing.T) {
 				t.Parallel()
 				one.Lock()
@@ -416,6 +405,23 @@ func TestWriterPairs(t *testing.T) {
 				runPairs(t, s, g.pairs())
 			})
 		}
+	}
+}
+
+// pairGroup is a group of pairs run as one subtest per server.
+type pairGroup struct {
+	suffix string
+	pairs  func() []pair
+}
+
+// pairGroups are every writer pair, grouped. The process rows' writers are
+// a group of their own per server ("MariaDB processes"), so that
+// -run 'TestWriterPairs/.*process' runs just them.
+func pairGroups() []pairGroup {
+	return []pairGroup{
+		{"", func() []pair { return append(pairs(), limitPairs()...) }},
+		{" processes", processPairs},
+		{" bulk", bulkPairs},
 	}
 }
 
