@@ -521,55 +521,52 @@ func (c GaleraCounters) String() string {
 	return fmt.Sprintf("deadlocks %d, certification failures %d, brute-force aborts %d", c.Deadlocks, c.CertFailures, c.BFAborts)
 }
 
-// ReadGaleraCounters reads every node's counters, one per DSN of
-// GaleraAdminDSNs, in the same order.
-func ReadGaleraCounters(ctx context.Context, adminDSNs []string) ([]GaleraCounters, error) {
-	out := make([]GaleraCounters, len(adminDSNs))
-	for i, dsn := range adminDSNs {
-		db, err := sql.Open("mysql", dsn)
-		if err != nil {
-			return nil, fmt.Errorf("testdb: Galera node %d: %v", i+1, err)
-		}
-		err = func() error {
-			defer db.Close()
-			rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_deadlocks', 'wsrep_local_cert_failures', 'wsrep_local_bf_aborts')")
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			seen := 0
-			for rows.Next() {
-				var k, v string
-				if err := rows.Scan(&k, &v); err != nil {
-					return err
-				}
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					return fmt.Errorf("status %s is %q, not a count", k, v)
-				}
-				seen++
-				switch strings.ToLower(k) {
-				case "innodb_deadlocks":
-					out[i].Deadlocks = n
-				case "wsrep_local_cert_failures":
-					out[i].CertFailures = n
-				case "wsrep_local_bf_aborts":
-					out[i].BFAborts = n
-				}
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if seen != 3 {
-				return fmt.Errorf("the node reported %d of its 3 counters: not a Galera node?", seen)
-			}
-			return nil
-		}()
-		if err != nil {
+// Counters reads every node's counters, in node order, through the
+// nodes' admin pools.
+func (c *Cluster) Counters(ctx context.Context) ([]GaleraCounters, error) {
+	out := make([]GaleraCounters, len(c.nodes))
+	for i, n := range c.nodes {
+		if err := readCounters(ctx, n.s.admin, &out[i]); err != nil {
 			return nil, fmt.Errorf("testdb: reading Galera node %d's counters: %v", i+1, err)
 		}
 	}
 	return out, nil
+}
+
+// readCounters reads one node's counters into out.
+func readCounters(ctx context.Context, admin *sql.DB, out *GaleraCounters) error {
+	rows, err := admin.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_deadlocks', 'wsrep_local_cert_failures', 'wsrep_local_bf_aborts')")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("status %s is %q, not a count", k, v)
+		}
+		seen++
+		switch strings.ToLower(k) {
+		case "innodb_deadlocks":
+			out.Deadlocks = n
+		case "wsrep_local_cert_failures":
+			out.CertFailures = n
+		case "wsrep_local_bf_aborts":
+			out.BFAborts = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if seen != 3 {
+		return fmt.Errorf("the node reported %d of its 3 counters: not a Galera node?", seen)
+	}
+	return nil
 }
 
 // WatchGaleraCounters reads the counters of every node of the cluster
@@ -577,10 +574,10 @@ func ReadGaleraCounters(ctx context.Context, adminDSNs []string) ([]GaleraCounte
 // counts since.
 func WatchGaleraCounters(t testing.TB) func() []GaleraCounters {
 	t.Helper()
-	admin := GaleraAdminDSNs(t)
+	c := galeraCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	before, err := ReadGaleraCounters(ctx, admin)
+	before, err := c.Counters(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +585,7 @@ func WatchGaleraCounters(t testing.TB) func() []GaleraCounters {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 		defer cancel()
-		after, err := ReadGaleraCounters(ctx, admin)
+		after, err := c.Counters(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
