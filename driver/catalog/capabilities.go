@@ -39,6 +39,18 @@ type Capabilities struct {
 	// where it exists, a search that the newest window of ids does not
 	// answer goes through it (JobSearch) instead of window after window.
 	TextIndex bool
+	// CertifyLocks: the database is a Galera cluster node, where a row
+	// lock is the node's own and a transaction's conflicts with other
+	// nodes are found at COMMIT by comparing the rows each wrote, never
+	// the rows each merely locked. A lock that guards a decision without
+	// a write of its row — the run row shared by an enqueue into the run
+	// or a workflow step, a limited queue's row, a limit key — would hold
+	// on one node only. With it every such lock is exclusive and followed
+	// by a write of the locked row (RunCertify, QueueCertify,
+	// LimitCertifyKeys), which takes no lock the read did not take and
+	// puts the row in the write set: two nodes that lock the same row
+	// conflict at certification, and one of them is retried whole.
+	CertifyLocks bool
 }
 
 // bound is an optional statement and the capability it belongs to: a
@@ -65,6 +77,9 @@ func (c Capabilities) optional() []bound {
 		{JobMatchCountStatus, "StatusIndex", c.StatusIndex, true},
 		{TextIndexExists, "TextIndex", c.TextIndex, true},
 		{JobSearch, "TextIndex", c.TextIndex, true},
+		{RunCertify, "CertifyLocks", c.CertifyLocks, true},
+		{QueueCertify, "CertifyLocks", c.CertifyLocks, true},
+		{LimitCertifyKeys, "CertifyLocks", c.CertifyLocks, true},
 	}
 }
 

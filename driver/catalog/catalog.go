@@ -311,6 +311,8 @@ func (c *Catalog) LockClass(s Statement) string {
 		return "reads no table"
 	case s.Table == "lockstep_migrations":
 		return "schema bookkeeping, issued by migrate only, never by the running queue"
+	case s.Name == RunCertify || s.Name == QueueCertify || s.Name == LimitCertifyKeys:
+		return "Galera only: writes the rows the locking read before it holds (no new lock), so that certification sees the lock"
 	case s.Claim:
 		return "locking read, SKIP LOCKED: claim-index entries and their primary-key rows in index order, stopping at LIMIT"
 	case s.Table == "lockstep_queues" && s.Locks && strings.HasPrefix(s.SQL, "DELETE"):
@@ -354,10 +356,17 @@ func (c *Catalog) LockClass(s Statement) string {
 
 // Markdown renders the catalogue as a table: name, the index that finds
 // rows, the indexes changed, and the lock class.
-func (c *Catalog) Markdown() string {
+func (c *Catalog) Markdown() string { return c.MarkdownOf(nil) }
+
+// MarkdownOf is Markdown of the statements keep accepts (all when keep is
+// nil): a variant's page lists what it adds to its dialect's.
+func (c *Catalog) MarkdownOf(keep func(Statement) bool) string {
 	var b strings.Builder
 	b.WriteString("| statement | finds rows through | changes | locks |\n|---|---|---|---|\n")
 	for _, s := range c.All() {
+		if keep != nil && !keep(s) {
+			continue
+		}
 		finds := c.IndexName(s.Finds)
 		if s.Finds == None {
 			finds = "–"

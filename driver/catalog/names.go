@@ -146,6 +146,15 @@ const (
 	RatePrune          Name = "rate.prune"
 	LimitClock         Name = "limit.clock"
 
+	// Certification (Capabilities.CertifyLocks, Galera): a write of the
+	// rows a locking read just locked, so that the lock reaches the
+	// transaction's write set, which is all another node's certification
+	// compares. Each follows its lock: run.lock, queue.lock_limits,
+	// limit.lock_keys and limit.lock_key.
+	RunCertify       Name = "run.certify"
+	QueueCertify     Name = "queue.certify"
+	LimitCertifyKeys Name = "limit.certify_keys"
+
 	// Processes: a client's row of lockstep_processes, written alone in a
 	// transaction of its own by primary key, never with a job row; the
 	// reads of the processes page and the CLI (sqlexec/processes.go).

@@ -32,8 +32,9 @@ const (
 )
 
 // newCatalog declares every statement the queue issues on MySQL/MariaDB.
-// returning is false on MySQL 8, which has no INSERT ... RETURNING.
-func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
+// returning is false on MySQL 8, which has no INSERT ... RETURNING;
+// certify is true on a Galera node (catalog.Capabilities.CertifyLocks).
+func newCatalog(flavor string, returning, certify bool) (*catalog.Catalog, error) {
 	indexNames := map[catalog.Index]string{
 		catalog.RunsPrimary:        "PRIMARY",
 		catalog.JobsPrimary:        "PRIMARY",
@@ -89,7 +90,14 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		// No UPDATE ... RETURNING: the claim is a locking read, then an
 		// update by primary key; and the batched DONE cannot say which rows
 		// it changed, so a partial one is redone under job.lock_many.
-		Capabilities: catalog.Capabilities{LockMany: true, StatusIndex: true, TextIndex: true},
+		Capabilities: catalog.Capabilities{LockMany: true, StatusIndex: true, TextIndex: true, CertifyLocks: certify},
+	}
+	var extra []catalog.Statement
+	extra = append(extra, limitStatements(statusIndexes)...)
+	extra = append(extra, historyStatements()...)
+	extra = append(extra, searchStatements(pageFilter)...)
+	if certify {
+		extra = append(extra, certifyStatements()...)
 	}
 	return catalog.New(spec, append([]catalog.Statement{
 		catalog.Statement{
@@ -471,7 +479,7 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 		catalog.Statement{
 			Name: catalog.ServerVersion, SQL: "SELECT VERSION()",
 		},
-	}, append(append(limitStatements(statusIndexes), historyStatements()...), searchStatements(pageFilter)...)...)...)
+	}, extra...)...)
 }
 
 // Catalog returns the statement catalogue the driver uses on MariaDB
@@ -479,7 +487,14 @@ func newCatalog(flavor string, returning bool) (*catalog.Catalog, error) {
 // offline audits of the lock order.
 func Catalog(mariadb bool) *catalog.Catalog {
 	if mariadb {
-		return catalog.Must(newCatalog("mariadb", true))
+		return catalog.Must(newCatalog("mariadb", true, false))
 	}
-	return catalog.Must(newCatalog("mysql", false))
+	return catalog.Must(newCatalog("mysql", false, false))
+}
+
+// GaleraCatalog returns the catalogue the driver uses on a MariaDB Galera
+// node: MariaDB's, with every lock that guards a decision certified
+// (catalog.Capabilities.CertifyLocks).
+func GaleraCatalog() *catalog.Catalog {
+	return catalog.Must(newCatalog("mariadb", true, true))
 }

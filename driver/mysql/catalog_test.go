@@ -13,8 +13,8 @@ import (
 // through a status-led secondary index, locking it before PRIMARY; every
 // locking statement that finds rows by primary key must pin PRIMARY.
 func TestByIDWritesForcePrimary(t *testing.T) {
-	for _, returning := range []bool{true, false} {
-		c, err := newCatalog("mariadb", returning)
+	for _, variant := range []struct{ returning, certify bool }{{true, false}, {false, false}, {true, true}} {
+		c, err := newCatalog("mariadb", variant.returning, variant.certify)
 		require.NoError(t, err)
 		for _, st := range c.All() {
 			// A WHERE of the primary key alone leaves no other index to
@@ -33,7 +33,7 @@ func TestByIDWritesForcePrimary(t *testing.T) {
 }
 
 func TestBindIDs(t *testing.T) {
-	c, err := newCatalog("mariadb", true)
+	c, err := newCatalog("mariadb", true, false)
 	require.NoError(t, err)
 	sqlText, args := c.BindIDs(c.Get(catalog.JobCancelMany), []int64{3, 5, 9})
 	require.Contains(t, sqlText, "id IN (?,?,?)")

@@ -17,6 +17,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/catalog"
 	"github.com/lockstep-queue/lockstep/driver/internal/shell"
 	"github.com/lockstep-queue/lockstep/driver/internal/sqlexec"
 	"github.com/lockstep-queue/lockstep/internal/dsnparse/mysqldsn"
@@ -36,6 +37,9 @@ type Driver struct {
 	// isolation of the queue's own transactions; READ COMMITTED unless a
 	// test or the soak asks for another with WithIsolation.
 	isolation sql.IsolationLevel
+	// galera: the server is a Galera cluster node (wsrep_on), and the
+	// catalogue certifies the queue's guarding locks (GaleraCatalog).
+	galera bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -172,16 +176,38 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	galera := false
+	if mariadb {
+		// A Galera node: wsrep_on is ON (Debian's MariaDB server has the
+		// variable, OFF, without a cluster; MySQL has none). Its row locks
+		// are its own, so the queue certifies the ones that guard a
+		// decision (catalog.Capabilities.CertifyLocks).
+		var name, value string
+		err := db.QueryRowContext(ctx, "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").Scan(&name, &value)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return nil, fmt.Errorf("mysql: read wsrep_on: %w", err)
+		default:
+			galera = strings.EqualFold(value, "ON")
+		}
+	}
+	return newDriver(db, version, mariadb, galera, step)
+}
+
+// newDriver builds the driver for a server of this version; galera
+// chooses the catalogue with certified locks.
+func newDriver(db *sql.DB, version string, mariadb, galera bool, step int64) (*Driver, error) {
 	flavor := "mysql"
 	if mariadb {
 		flavor = "mariadb"
 	}
 	// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 does not.
-	cat, err := newCatalog(flavor, mariadb)
+	cat, err := newCatalog(flavor, mariadb, galera)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
-	d := &Driver{mariadb: mariadb}
+	d := &Driver{mariadb: mariadb, galera: galera}
 	d.Shell = shell.New(shell.Config{
 		Dialect: "mysql", DB: db, Version: version, Migrations: Migrations(),
 		Exec: &sqlexec.Dialect{
@@ -267,6 +293,26 @@ func classify(err error) (rowtype.ErrorKind, string) {
 
 // MariaDB reports whether the server is MariaDB.
 func (d *Driver) MariaDB() bool { return d.mariadb }
+
+// Galera reports whether the server is a Galera cluster node, where the
+// driver certifies the locks that guard a decision (docs/scaling.md).
+func (d *Driver) Galera() bool { return d.galera }
+
+// WithGalera returns a driver on the same pool that certifies its guarding
+// locks (on) or does not, whatever the server is: the plan guard and the
+// writer pairs run the Galera catalogue on a single MariaDB server, and a
+// test shows on a cluster what goes wrong without it. The queue itself
+// uses what New found.
+func (d *Driver) WithGalera(on bool) *Driver {
+	cp := *d
+	cp.galera = on
+	cat := catalog.Must(newCatalog(map[bool]string{true: "mariadb", false: "mysql"}[d.mariadb], d.mariadb, on))
+	cp.Shell = shell.Derive(d.Shell, func(c *shell.Config) {
+		c.Exec.Catalog = cat
+		c.BeginSQL = cp.beginTx
+	})
+	return &cp
+}
 
 // Migrations returns the dialect's embedded schema migrations; it needs no
 // connection (lockstep migrate print uses it).

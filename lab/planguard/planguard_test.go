@@ -25,6 +25,12 @@ func openMariaDB(t *testing.T) driver.Driver { return openMySQLFamily(t, testdb.
 
 func openOracleMySQL(t *testing.T) driver.Driver { return openMySQLFamily(t, testdb.OracleMySQL(t)) }
 
+// openGaleraCatalog is MariaDB with the catalogue of a Galera node, whose
+// certifying writes are planned like any other statement.
+func openGaleraCatalog(t *testing.T) driver.Driver {
+	return openMySQLFamily(t, testdb.MySQL(t)).(*mysql.Driver).WithGalera(true)
+}
+
 func openMySQLFamily(t *testing.T, dsn string) driver.Driver {
 	drv, err := mysql.Open(context.Background(), dsn)
 	require.NoError(t, err)
@@ -52,9 +58,10 @@ func logReport(t *testing.T, rep *planguard.Report) {
 }
 
 // TestGuard: every catalogue statement is planned as declared under every
-// distribution, on MariaDB, Oracle MySQL and PostgreSQL.
+// distribution, on MariaDB (with its own catalogue and a Galera node's),
+// Oracle MySQL and PostgreSQL.
 func TestGuard(t *testing.T) {
-	for name, open := range map[string]func(*testing.T) driver.Driver{"MariaDB": openMariaDB, "OracleMySQL": openOracleMySQL, "PostgreSQL": openPostgres} {
+	for name, open := range map[string]func(*testing.T) driver.Driver{"MariaDB": openMariaDB, "MariaDB-GaleraCatalog": openGaleraCatalog, "OracleMySQL": openOracleMySQL, "PostgreSQL": openPostgres} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			drv := open(t)

@@ -466,11 +466,11 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 	case catalog.JobRevive:
 		id, skip := target(p.cancelled, "CANCELLED")
 		return withRow(id, skip, "WAITING", 1, id)
-	case catalog.RunLock:
+	case catalog.RunLock, catalog.RunCertify:
 		return needRun(p.runID)
 	// Limits, bound as the limited claim (sqlexec/limits.go) and the
 	// release (release.go) bind them, with keys the queue's jobs carry.
-	case catalog.QueueLimits, catalog.QueueLockLimits, catalog.QueueDelete:
+	case catalog.QueueLimits, catalog.QueueLockLimits, catalog.QueueDelete, catalog.QueueCertify:
 		return needQueue(p.queue)
 	case catalog.QueueOccupied, catalog.LimitCancelling:
 		return needQueue(p.queue, micros)
@@ -495,7 +495,7 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 			att = 1
 		}
 		return withRow(id, skip, id, att)
-	case catalog.LimitLockKeys, catalog.LimitKeys, catalog.LimitKeyRunning:
+	case catalog.LimitLockKeys, catalog.LimitKeys, catalog.LimitKeyRunning, catalog.LimitCertifyKeys:
 		return withKeys(p.limitKeys, p.queue)
 	case catalog.LimitBlockedIn:
 		return withKeys(releaseKeys, p.queue)

@@ -145,8 +145,11 @@ func (e *Executor) insertEdges(ctx context.Context, q Querier, edges []flowEdge)
 // lockRun locks a run row, shared or exclusive, and returns its status and
 // whether it has callbacks.
 func (e *Executor) lockRun(ctx context.Context, q Querier, runID int64, exclusive bool) (rowtype.RunStatus, bool, error) {
+	certify := e.cat().Capabilities().CertifyLocks
 	name := catalog.RunLockShared
-	if exclusive {
+	if exclusive || certify {
+		// A Galera node certifies the lock by writing the row, which needs
+		// it exclusive: taken so at once, never upgraded from shared.
 		name = catalog.RunLock
 	}
 	rows, err := e.query(ctx, q, name, e.cat().Get(name).SQL, runID)
@@ -164,6 +167,11 @@ func (e *Executor) lockRun(ctx context.Context, q Querier, runID int64, exclusiv
 	}
 	if !found {
 		return "", false, fmt.Errorf("run %d: %w", runID, rowtype.ErrNotFound)
+	}
+	if certify {
+		if err := e.certify(ctx, q, catalog.RunCertify, runID); err != nil {
+			return "", false, err
+		}
 	}
 	return rowtype.RunStatus(status), callbacks > 0, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -94,6 +95,11 @@ func (e *Executor) readLimits(ctx context.Context, q Querier, queue string, lock
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return l, now, false, err
 	}
+	if lock && found && e.cat().Capabilities().CertifyLocks {
+		if err := e.certify(ctx, q, catalog.QueueCertify, queue); err != nil {
+			return l, now, false, err
+		}
+	}
 	return c.limits(), now, found, nil
 }
 
@@ -173,7 +179,31 @@ func (e *Executor) lockKeys(ctx context.Context, q Querier, name catalog.Name, q
 		}
 		got[k] = true
 	}
-	return got, errors.Join(rows.Err(), rows.Close())
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	return got, e.certifyKeys(ctx, q, queue, got)
+}
+
+// certify writes the row a locking read just locked exclusively, on a
+// Galera node (catalog.Capabilities.CertifyLocks): the row joins the
+// transaction's write set, so another node's transaction that locked or
+// wrote it conflicts with this one at certification.
+func (e *Executor) certify(ctx context.Context, q Querier, name catalog.Name, args ...any) error {
+	_, err := e.exec(ctx, q, name, e.cat().Get(name).SQL, args...)
+	return err
+}
+
+// certifyKeys is certify for the limit keys of queue a claim or a release
+// holds, in ascending key order, the order they were locked in.
+func (e *Executor) certifyKeys(ctx context.Context, q Querier, queue string, locked map[string]bool) error {
+	if len(locked) == 0 || !e.cat().Capabilities().CertifyLocks {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(locked))
+	sqlText, args := e.cat().BindKeys(e.cat().Get(catalog.LimitCertifyKeys), keys, queue)
+	_, err := e.exec(ctx, q, catalog.LimitCertifyKeys, sqlText, args...)
+	return err
 }
 
 // cancelling counts, per key, a queue's jobs cancelled while RUNNING whose

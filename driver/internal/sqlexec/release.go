@@ -128,6 +128,9 @@ func (e *Executor) releaseKeys(ctx context.Context, queue string, lim rowtype.Qu
 			if !found {
 				return nil // no claim ever blocked a job of it
 			}
+			if err := e.certifyKeys(ctx, q, queue, map[string]bool{k: true}); err != nil {
+				return err
+			}
 			room, err := e.room(ctx, q, queue, lim, k)
 			if err != nil || room == 0 {
 				return err
