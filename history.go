@@ -174,9 +174,13 @@ func (c *Client) FlushHistory(ctx context.Context) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	if err := c.exec.HistoryAdd(ctx, rows); err != nil {
-		// Not retried here: a commit whose outcome was lost would count
-		// twice. The next flush tries again with these and newer counts.
+	// A conflict (a deadlock victim, a lost certification on Galera, where
+	// every node's clients flush the same minutes) rolled the flush back
+	// for certain: retried. A lost connection is not: a commit whose
+	// outcome was lost would count twice. What still fails waits for the
+	// next flush, with newer counts.
+	err := c.retryDB(ctx, "history", func(ctx context.Context) error { return c.exec.HistoryAdd(ctx, rows) })
+	if err != nil {
 		if dropped := c.history.putBack(rows); dropped > 0 {
 			c.logger.Warn("lockstep: history flushes keep failing; dropped the oldest counts", "rows", dropped)
 		}

@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -105,8 +106,18 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 				if fetchCtx.Err() == nil {
 					failures++
 					// An outage gets one line, then one per ten tries.
+					// A claim that lost every retry to a conflict is a
+					// warning: it took nothing, and the next poll claims
+					// again. Where that is expected — writers on several
+					// Galera nodes certify their claims of the same jobs
+					// against each other — it is no error; where it is
+					// not, the server's deadlock counter says so.
+					level := slog.LevelError
+					if c.drv.ClassifyError(err).Retryable() {
+						level = slog.LevelWarn
+					}
 					if failures == 1 || failures%10 == 0 {
-						c.logger.Error("lockstep: claim failed", "queue", p.queue, "failed", failures, "err", err)
+						c.logger.Log(fetchCtx, level, "lockstep: claim failed", "queue", p.queue, "failed", failures, "err", err)
 					}
 				}
 				// Back off while the database is away: PollInterval,

@@ -311,8 +311,12 @@ func (c *Catalog) LockClass(s Statement) string {
 		return "reads no table"
 	case s.Table == "lockstep_migrations":
 		return "schema bookkeeping, issued by migrate only, never by the running queue"
-	case s.Name == RunCertify || s.Name == QueueCertify || s.Name == LimitCertifyKeys:
-		return "Galera only: writes the rows the locking read before it holds (no new lock), so that certification sees the lock"
+	case s.Name == RunCertify:
+		return "Galera only: the run row `run.lock` holds, written (no new lock) so that certification sees the lock"
+	case s.Name == QueueCertify:
+		return "Galera only: the queue-settings row `queue.lock_limits` holds, written (no new lock) so that certification sees the lock"
+	case s.Name == LimitCertifyKeys:
+		return "Galera only: the limit-key rows `limit.lock_keys` or `limit.lock_key` holds, in ascending key order, written (no new lock) so that certification sees the locks"
 	case s.Claim:
 		return "locking read, SKIP LOCKED: claim-index entries and their primary-key rows in index order, stopping at LIMIT"
 	case s.Table == "lockstep_queues" && s.Locks && strings.HasPrefix(s.SQL, "DELETE"):

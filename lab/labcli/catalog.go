@@ -17,6 +17,8 @@ func catalogOf(dialect string) (*catalog.Catalog, error) {
 	switch dialect {
 	case "mariadb":
 		return mysql.Catalog(true), nil
+	case "galera":
+		return mysql.GaleraCatalog(), nil
 	case "mysql":
 		return mysql.Catalog(false), nil
 	case "postgres":
@@ -24,7 +26,7 @@ func catalogOf(dialect string) (*catalog.Catalog, error) {
 	case "sqlite":
 		return sqlite.Catalog(), nil
 	}
-	return nil, fmt.Errorf("catalog: unknown dialect %q (want mariadb, mysql, postgres or sqlite)", dialect)
+	return nil, fmt.Errorf("catalog: unknown dialect %q (want mariadb, galera, mysql, postgres or sqlite)", dialect)
 }
 
 func newCatalogCmd(c *clienv.Env) *cobra.Command {
@@ -43,22 +45,34 @@ text follows the table. No database is needed.`,
 			if err != nil {
 				return err
 			}
-			return writeCatalog(c.Stdout, cat, withSQL)
+			var keep func(catalog.Statement) bool
+			if dialect == "galera" {
+				// Only what a Galera node adds: the rest is MariaDB's.
+				base := mysql.Catalog(true)
+				keep = func(st catalog.Statement) bool {
+					_, ok := base.Lookup(string(st.Name))
+					return !ok
+				}
+			}
+			return writeCatalog(c.Stdout, cat, keep, withSQL)
 		},
 	}
-	cmd.Flags().StringVar(&dialect, "dialect", "mariadb", "mariadb, mysql, postgres or sqlite")
+	cmd.Flags().StringVar(&dialect, "dialect", "mariadb", "mariadb, galera (what a Galera node adds to mariadb), mysql, postgres or sqlite")
 	cmd.Flags().BoolVar(&withSQL, "sql", false, "also print each statement's SQL")
 	return cmd
 }
 
-func writeCatalog(w io.Writer, cat *catalog.Catalog, withSQL bool) error {
-	if _, err := io.WriteString(w, cat.Markdown()); err != nil {
+func writeCatalog(w io.Writer, cat *catalog.Catalog, keep func(catalog.Statement) bool, withSQL bool) error {
+	if _, err := io.WriteString(w, cat.MarkdownOf(keep)); err != nil {
 		return err
 	}
 	if !withSQL {
 		return nil
 	}
 	for _, s := range cat.All() {
+		if keep != nil && !keep(s) {
+			continue
+		}
 		if _, err := fmt.Fprintf(w, "\n%s:\n    %s\n", s.Name, s.SQL); err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 func TestLockOrderDocMatchesCatalog(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/lock-order.md")
 	require.NoError(t, err)
-	for _, dialect := range []string{"mariadb", "postgres"} {
+	for _, dialect := range []string{"mariadb", "galera", "postgres"} {
 		code, out, errOut := runCLI(t, "lab", "catalog", "--dialect", dialect)
 		require.Equal(t, 0, code, errOut)
 		open, closing := "<!-- catalog:"+dialect+" -->\n", "<!-- /catalog:"+dialect+" -->"
