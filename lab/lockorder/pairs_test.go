@@ -174,7 +174,7 @@ type pair struct {
 	duplicateOK bool
 	// always is checked after every interleaving, not only the one that
 	// pauses A at its end.
-	always func(t *testing.T, s server)
+	always func(t checkT, s server)
 }
 
 func finalIs(id int64, want ...rowtype.JobStatus) func(t *testing.T, s server) {
@@ -314,13 +314,18 @@ func (p point) String() string {
 // pool op commits (the fixture is loaded again for each interleaving) and
 // is paused at every occurrence, its transactions' commits among them.
 func pausePoints(t *testing.T, s server, a op) []point {
+	loadAlmostDone(t, s)
+	return pausePointsLoaded(t, s, a)
+}
+
+// pausePointsLoaded is pausePoints on the data loaded now.
+func pausePointsLoaded(t *testing.T, s server, a op) []point {
 	ctx := context.Background()
 	var names []string
 	tr := &driver.StatementTrace{Before: func(_ context.Context, name string) error {
 		names = append(names, name)
 		return nil
 	}}
-	loadAlmostDone(t, s)
 	if a.pool {
 		require.NoError(t, a.run(driver.WithStatementTrace(ctx, tr), s.drv.Executor()), a.name)
 	} else {

@@ -410,6 +410,13 @@ func nullOr(n int) string {
 	return fmt.Sprint(n)
 }
 
+// checkT is what an invariant's check needs of a test: a *testing.T, or
+// the recorder the negative controls read a broken invariant from.
+type checkT interface {
+	require.TestingT
+	Helper()
+}
+
 // limitsHold is the invariant every pair of limited writers must leave:
 // no key of a limited queue with more RUNNING jobs than its limit, no
 // queue with more jobs holding slots than its own, and no key with BLOCKED
@@ -417,7 +424,7 @@ func nullOr(n int) string {
 // sequenced queue, no RUNNING job behind an earlier live job of its key (a
 // FAILED one holds its key there), and in the rated queue no more starts
 // in the window than its rate.
-func limitsHold(t *testing.T, s server) {
+func limitsHold(t checkT, s server) {
 	t.Helper()
 	ctx := context.Background()
 	rows, err := s.drv.DB().QueryContext(ctx, "SELECT id, queue, limit_key, status, finished_at IS NULL FROM lockstep_jobs"+
