@@ -41,7 +41,7 @@ import (
 // A lock that guards a decision without writing its row would not be
 // seen by node 2's certification, which compares written rows only; the
 // Galera catalogue writes each such row after locking it
-// (catalog.Capabilities.CertifyLocks; TestCrossNodeNegativeControl shows
+// (catalog.Capabilities.CertifyLocks; TestGaleraCrossNodeNegativeControl shows
 // what happens without).
 func TestWriterPairsAcrossGaleraNodes(t *testing.T) {
 	since := testdb.WatchGaleraCounters(t)
@@ -65,7 +65,7 @@ func TestWriterPairsAcrossGaleraNodes(t *testing.T) {
 	require.Positive(t, total.conflicted, "the pairs met across the nodes: some A lost to its B")
 }
 
-// TestCrossNodeNegativeControl runs two pairs whose writers meet only on a
+// TestGaleraCrossNodeNegativeControl runs two pairs whose writers meet only on a
 // row that B locks and does not write — run 1's cancel against an
 // enqueue into run 1 (which holds the run row while it inserts), and two
 // claims of the globally limited queue (each holds the queue's row while
@@ -76,7 +76,7 @@ func TestWriterPairsAcrossGaleraNodes(t *testing.T) {
 // limit. (Where B writes a row A holds, node 1 aborts A as it applies
 // B's write whatever the catalogue.) Then the same pairs with the Galera
 // catalogue: nothing goes wrong.
-func TestCrossNodeNegativeControl(t *testing.T) {
+func TestGaleraCrossNodeNegativeControl(t *testing.T) {
 	dsns := causalDSNs(t, testdb.Galera(t))
 	s := openServer(t, serverSpec{"Galera", func(testing.TB) string { return dsns[0] }, openMySQL, lockview.MariaDB})
 	b := openNode(t, dsns[1])
@@ -173,6 +173,26 @@ func runPairsAcrossNodes(t *testing.T, s server, b *mysql.Driver, ps []pair) cro
 	return st
 }
 
+// deletes: op b deletes jobs (retention's prune, a bulk delete).
+func deletes(b op) bool {
+	return strings.HasPrefix(b.name, "prune") || strings.HasPrefix(b.name, "bulk delete")
+}
+
+// orderBound: p's invariant holds only when A comes first — the pair the
+// other way round, B then A (what a cross-node interleaving always
+// ends as), declares none. Removing a queue's settings, then claiming,
+// claims as an unlimited queue does: the old limits no longer bind.
+func orderBound(p pair) bool {
+	for _, g := range pairGroups() {
+		for _, q := range g.pairs() {
+			if q.a.name == p.b.name && q.b.name == p.a.name {
+				return q.always == nil
+			}
+		}
+	}
+	return false
+}
+
 // maxCrossTries bounds A's and B's tries; each conflict is with the other
 // side's one commit, so a second try always goes through.
 const maxCrossTries = 5
@@ -237,15 +257,18 @@ func interleaveAcrossNodes(t *testing.T, s server, b *mysql.Driver, p pair, at p
 			*e = nil
 		}
 	}
+	if errors.Is(r.err, rowtype.ErrNotFound) && deletes(p.b) {
+		// B deleted the job first; A, retried, finds it gone — what A
+		// reports when it comes second on one server too, where it changes
+		// no row.
+		r.err = nil
+	}
 	require.NoError(t, r.err, "A: %s (%d tries)", p.a.name, r.tries)
 	require.NoError(t, errB, "B: %s", p.b.name)
 	rec := &recorder{}
-	rec.check(func() {
-		if p.always != nil {
-			p.always(rec, s)
-		}
-		limitsHold(rec, s)
-	})
+	if p.always != nil && !orderBound(p) {
+		rec.check(func() { p.always(rec, s) })
+	}
 	problems = append(problems, rec.msgs...)
 	problems = append(problems, crossNodeProblems(ctx, t, s.drv.DB(), b.DB())...)
 	for _, x := range extra {

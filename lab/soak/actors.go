@@ -47,6 +47,22 @@ func (a *actors) client(rng *rand.Rand) *lockstep.Client {
 	return a.s.pools[rng.IntN(len(a.s.pools))].client
 }
 
+// sequenced returns the client enqueuer n inserts through when params
+// hold a job of the sequenced queue, c otherwise. A sequence runs in id
+// order, which is insert order through one server; a Galera node hands out
+// its own auto-increment ids (wsrep_auto_increment_control), so through
+// two nodes a later insert can get the smaller id. The enqueuer that owns
+// a key's sequence therefore inserts its jobs through one pool, as one
+// process would (docs/scaling.md).
+func (a *actors) sequenced(c *lockstep.Client, n int, params []lockstep.InsertManyParams) *lockstep.Client {
+	for _, p := range params {
+		if p.Opts != nil && p.Opts.Queue == queueSeq {
+			return a.s.pools[n%len(a.s.pools)].client
+		}
+	}
+	return c
+}
+
 // unexpected records an error that no part of the load should meet.
 func (a *actors) unexpected(ctx context.Context, what string, err error) {
 	if ctx.Err() == nil {
@@ -79,6 +95,7 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 			l.enqueued(jobIDs(res), modes, 0)
 		case p < 30: // a new run, with or without jobs of its own
 			params, modes := a.batch(rng, n, rng.IntN(8))
+			c = a.sequenced(c, n, params)
 			run, res, err := c.InsertRun(ctx, fmt.Sprintf("soak-%d-%d", n, seq), nil, params...)
 			if err != nil {
 				a.unexpected(ctx, "create run", err)
@@ -92,6 +109,7 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 				break
 			}
 			params, modes := a.batch(rng, n, 1+rng.IntN(10))
+			c = a.sequenced(c, n, params)
 			for i := range params {
 				params[i].Opts.RunID = runID
 			}
@@ -108,6 +126,7 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 			}
 		default: // loose jobs
 			params, modes := a.batch(rng, n, 1+rng.IntN(15))
+			c = a.sequenced(c, n, params)
 			res, err := c.InsertMany(ctx, params)
 			if err != nil {
 				a.unexpected(ctx, "enqueue", err)

@@ -257,7 +257,11 @@ func (s *soak) startPool(ctx context.Context, i int, res *Result) error {
 	if err != nil {
 		return err
 	}
-	queueTx, err := txIsolation(ctx, drv, s.own, i+1)
+	// The other session is the pool's own: on a Galera cluster whose pools
+	// are on different nodes, a row committed through another node may
+	// not be applied on this one yet, and the read would look like a
+	// snapshot.
+	queueTx, err := txIsolation(ctx, drv, drv, i+1)
 	if err != nil {
 		return err
 	}
