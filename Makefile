@@ -78,7 +78,8 @@ test: deps tidy-check
 	# the race detector would slow past any use.
 	$(GO) test -count=1 -timeout 15m -run '^TestLimit' .
 	# The three-node Galera cluster's tests (the cluster itself, failover,
-	# the conformance suite, the writer pairs through one node, the soak, a
+	# the conformance suite, the writer pairs through one node and across
+	# two, the soaks with one writer node and three, a
 	# node killed under the chaos harness), one package at a time and
 	# without the race detector: a machine loaded by everything at once
 	# starves the cluster's group communication, which then stalls for

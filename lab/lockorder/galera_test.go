@@ -18,10 +18,10 @@ import (
 // writer node, the cluster must neither count a deadlock on any node nor
 // fail a single certification.
 //
-// Writers on two nodes never wait for each other's row locks: their
-// conflicts surface at COMMIT as certification failures, retried whole
-// (TestFailoverAcrossGaleraNodes, the conformance suite spread over the
-// nodes, and docs/scaling.md's three-writer soak).
+// The driver finds the node to be Galera and runs the Galera catalogue,
+// whose certifying writes are statements of their own here. Writers on
+// two nodes never wait for each other's row locks: their conflicts
+// surface as aborts, retried whole (TestWriterPairsAcrossGaleraNodes).
 //
 // A test of its own, named for Galera, so that make test runs it in its
 // Galera step, apart from the race detector's run.
