@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // The claim stage: a producer per served queue claims jobs into free
@@ -106,14 +107,16 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 				if fetchCtx.Err() == nil {
 					failures++
 					// An outage gets one line, then one per ten tries.
-					// A claim that lost every retry to a conflict is a
-					// warning: it took nothing, and the next poll claims
-					// again. Where that is expected — writers on several
-					// Galera nodes certify their claims of the same jobs
-					// against each other — it is no error; where it is
-					// not, the server's deadlock counter says so.
+					// A claim that lost every retry to a conflict (a
+					// deadlock or serialization failure) is a warning: it
+					// took nothing, and the next poll claims again. Where
+					// that is expected — writers on several Galera nodes
+					// certify their claims of the same jobs against each
+					// other — it is no error; where it is not, the
+					// server's deadlock counter says so. A database that
+					// is away, busy or refusing writes is an error.
 					level := slog.LevelError
-					if c.drv.ClassifyError(err).Retryable() {
+					if k := c.drv.ClassifyError(err); k == rowtype.ErrorDeadlock || k == rowtype.ErrorSerialization {
 						level = slog.LevelWarn
 					}
 					if failures == 1 || failures%10 == 0 {

@@ -176,21 +176,19 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A Galera node: wsrep_on is ON (MariaDB's server has the variable,
+	// OFF, without a cluster; Oracle MySQL has none; a MySQL build with
+	// Galera, such as Percona XtraDB Cluster, has it too — only MariaDB's
+	// is tested here). Its row locks are its own, so the queue certifies
+	// the ones that guard a decision (catalog.Capabilities.CertifyLocks).
 	galera := false
-	if mariadb {
-		// A Galera node: wsrep_on is ON (Debian's MariaDB server has the
-		// variable, OFF, without a cluster; MySQL has none). Its row locks
-		// are its own, so the queue certifies the ones that guard a
-		// decision (catalog.Capabilities.CertifyLocks).
-		var name, value string
-		err := db.QueryRowContext(ctx, "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").Scan(&name, &value)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return nil, fmt.Errorf("mysql: read wsrep_on: %w", err)
-		default:
-			galera = strings.EqualFold(value, "ON")
-		}
+	var name, value string
+	switch err := db.QueryRowContext(ctx, "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").Scan(&name, &value); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return nil, fmt.Errorf("mysql: read wsrep_on: %w", err)
+	default:
+		galera = strings.EqualFold(value, "ON")
 	}
 	return newDriver(db, version, mariadb, galera, step)
 }
@@ -299,10 +297,10 @@ func (d *Driver) MariaDB() bool { return d.mariadb }
 func (d *Driver) Galera() bool { return d.galera }
 
 // WithGalera returns a driver on the same pool that certifies its guarding
-// locks (on) or does not, whatever the server is: the plan guard and the
-// writer pairs run the Galera catalogue on a single MariaDB server, and a
-// test shows on a cluster what goes wrong without it. The queue itself
-// uses what New found.
+// locks (on) or does not, whatever the server is: the plan guard explains
+// the Galera catalogue on a single MariaDB server, and a negative control
+// shows on a cluster what goes wrong without it. The queue itself uses
+// what New found.
 func (d *Driver) WithGalera(on bool) *Driver {
 	cp := *d
 	cp.galera = on
