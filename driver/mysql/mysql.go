@@ -193,15 +193,19 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	return newDriver(db, version, mariadb, galera, step)
 }
 
+// flavorOf names the catalogue's dialect.
+func flavorOf(mariadb bool) string {
+	if mariadb {
+		return "mariadb"
+	}
+	return "mysql"
+}
+
 // newDriver builds the driver for a server of this version; galera
 // chooses the catalogue with certified locks.
 func newDriver(db *sql.DB, version string, mariadb, galera bool, step int64) (*Driver, error) {
-	flavor := "mysql"
-	if mariadb {
-		flavor = "mariadb"
-	}
 	// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 does not.
-	cat, err := newCatalog(flavor, mariadb, galera)
+	cat, err := newCatalog(flavorOf(mariadb), mariadb, galera)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
@@ -304,7 +308,7 @@ func (d *Driver) Galera() bool { return d.galera }
 func (d *Driver) WithGalera(on bool) *Driver {
 	cp := *d
 	cp.galera = on
-	cat := catalog.Must(newCatalog(map[bool]string{true: "mariadb", false: "mysql"}[d.mariadb], d.mariadb, on))
+	cat := catalog.Must(newCatalog(flavorOf(d.mariadb), d.mariadb, on))
 	cp.Shell = shell.Derive(d.Shell, func(c *shell.Config) {
 		c.Exec.Catalog = cat
 		c.BeginSQL = cp.beginTx

@@ -102,3 +102,22 @@ func MultiHostURL(dsns []string) (string, error) {
 	}
 	return u.String(), nil
 }
+
+// WithSessionVar sets a session variable in each go-sql-driver DSN (the
+// driver sets a parameter it does not know as a session variable on
+// connect): wsrep_sync_wait on a Galera node's DSN, say.
+func WithSessionVar(dsns []string, name, value string) ([]string, error) {
+	out := make([]string, 0, len(dsns))
+	for _, dsn := range dsns {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("testdb: parsing a MySQL DSN: %w", err)
+		}
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params[name] = value
+		out = append(out, cfg.FormatDSN())
+	}
+	return out, nil
+}

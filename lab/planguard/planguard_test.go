@@ -31,6 +31,12 @@ func openGaleraCatalog(t *testing.T) driver.Driver {
 	return openMySQLFamily(t, testdb.MySQL(t)).(*mysql.Driver).WithGalera(true)
 }
 
+// openOracleGaleraCatalog is Oracle MySQL with the certifying writes: a
+// MySQL build with Galera (Percona XtraDB Cluster) gets that catalogue.
+func openOracleGaleraCatalog(t *testing.T) driver.Driver {
+	return openMySQLFamily(t, testdb.OracleMySQL(t)).(*mysql.Driver).WithGalera(true)
+}
+
 func openMySQLFamily(t *testing.T, dsn string) driver.Driver {
 	drv, err := mysql.Open(context.Background(), dsn)
 	require.NoError(t, err)
@@ -61,7 +67,7 @@ func logReport(t *testing.T, rep *planguard.Report) {
 // distribution, on MariaDB (with its own catalogue and a Galera node's),
 // Oracle MySQL and PostgreSQL.
 func TestGuard(t *testing.T) {
-	for name, open := range map[string]func(*testing.T) driver.Driver{"MariaDB": openMariaDB, "MariaDB-GaleraCatalog": openGaleraCatalog, "OracleMySQL": openOracleMySQL, "PostgreSQL": openPostgres} {
+	for name, open := range map[string]func(*testing.T) driver.Driver{"MariaDB": openMariaDB, "MariaDB-GaleraCatalog": openGaleraCatalog, "OracleMySQL-GaleraCatalog": openOracleGaleraCatalog, "OracleMySQL": openOracleMySQL, "PostgreSQL": openPostgres} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			drv := open(t)

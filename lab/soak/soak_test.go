@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep"
@@ -115,16 +114,8 @@ func galeraTarget() target {
 // another node just created must find it.
 func galeraAllNodesTarget() target {
 	return target{"GaleraAllNodes", func(t *testing.T) opener {
-		var dsns []string
-		for _, dsn := range testdb.Galera(t) {
-			cfg, err := gomysql.ParseDSN(dsn)
-			require.NoError(t, err)
-			if cfg.Params == nil {
-				cfg.Params = map[string]string{}
-			}
-			cfg.Params["wsrep_sync_wait"] = "1"
-			dsns = append(dsns, cfg.FormatDSN())
-		}
+		dsns, err := testdb.WithSessionVar(testdb.Galera(t), "wsrep_sync_wait", "1")
+		require.NoError(t, err)
 		var next atomic.Int64
 		return func(ctx context.Context) (driver.Driver, error) {
 			return mysql.Open(ctx, dsns[int(next.Add(1)-1)%len(dsns)])
