@@ -87,6 +87,20 @@ func (e *DBError) Error() string {
 }
 func (e *DBError) Unwrap() error { return e.Err }
 
+// Classified wraps err in a *DBError of the kind and code classify gives
+// it, so that callers can tell a database away from a bad request with
+// errors.As; an error classify calls ErrorOther, or one already
+// classified, is returned as it is.
+func Classified(err error, classify func(error) (ErrorKind, string)) error {
+	if err == nil || KindOf(err) != ErrorOther {
+		return err
+	}
+	if kind, code := classify(err); kind != ErrorOther {
+		return &DBError{Kind: kind, Code: code, Err: err}
+	}
+	return err
+}
+
 // KindOf reports the kind of a classified error anywhere in err's chain.
 func KindOf(err error) ErrorKind {
 	var dbe *DBError

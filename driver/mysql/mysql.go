@@ -105,7 +105,7 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*Driver, error) {
 	}
 	version, err := d.Version(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mysql: read server version: %w", err)
+		return nil, fmt.Errorf("mysql: read server version: %w", rowtype.Classified(err, classify))
 	}
 	cfg.Params[IsolationVariable(version)] = "'READ-COMMITTED'"
 	db, err := openConfig(cfg, hosts, opts.Logger)
@@ -167,7 +167,7 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	// Group Replication multi-primary sets it to 7, for one).
 	var step int64
 	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@SESSION.auto_increment_increment").Scan(&version, &step); err != nil {
-		return nil, fmt.Errorf("mysql: read server version: %w", err)
+		return nil, fmt.Errorf("mysql: read server version: %w", rowtype.Classified(err, classify))
 	}
 	if step < 1 {
 		return nil, fmt.Errorf("mysql: the server reports auto_increment_increment %d", step)
@@ -186,7 +186,7 @@ func New(ctx context.Context, db *sql.DB) (*Driver, error) {
 	switch err := db.QueryRowContext(ctx, "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").Scan(&name, &value); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return nil, fmt.Errorf("mysql: read wsrep_on: %w", err)
+		return nil, fmt.Errorf("mysql: read wsrep_on: %w", rowtype.Classified(err, classify))
 	default:
 		galera = strings.EqualFold(value, "ON")
 	}
@@ -259,7 +259,12 @@ func (d *Driver) beginTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 
 func classify(err error) (rowtype.ErrorKind, string) {
 	var me *gomysql.MySQLError
+	var nw *notWritableError
 	if !errors.As(err, &me) {
+		if errors.As(err, &nw) {
+			// No host of a failover pool would take writes.
+			return rowtype.ErrorUnavailable, ""
+		}
 		// The driver reports a connection lost mid-statement as
 		// ErrInvalidConn (it has already logged the network error).
 		if errors.Is(err, gomysql.ErrInvalidConn) || driver.BrokenConnection(err) {

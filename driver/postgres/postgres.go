@@ -102,7 +102,7 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*Driver, error) {
 func NewDB(ctx context.Context, db *sql.DB) (*Driver, error) {
 	var version string
 	if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&version); err != nil {
-		return nil, fmt.Errorf("postgres: read server version: %w", err)
+		return nil, fmt.Errorf("postgres: read server version: %w", rowtype.Classified(err, classify))
 	}
 	if err := CheckVersion(version); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/dashboard"
+	"github.com/lockstep-queue/lockstep/internal/cli/clienv"
 )
 
 type serveOptions struct {
@@ -157,7 +158,7 @@ func (c *app) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		}
 	}
 
-	d, err := c.OpenDriver(ctx)
+	d, err := c.OpenDriverWaiting(ctx, clienv.ServiceStartWait)
 	if err != nil {
 		return err
 	}

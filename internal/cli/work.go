@@ -274,7 +274,7 @@ func (c *app) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		return fmt.Errorf("--reap-after (%s) must exceed twice --heartbeat (%s), or live jobs would be reaped", o.reapAfter, o.heartbeat)
 	}
 
-	d, err := c.OpenDriver(ctx)
+	d, err := c.OpenDriverWaiting(ctx, clienv.ServiceStartWait)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/lockstep-queue/lockstep"
 	"github.com/lockstep-queue/lockstep/execjob"
 	"github.com/lockstep-queue/lockstep/internal/clitest"
+	"github.com/lockstep-queue/lockstep/internal/faultproxy"
+	"github.com/lockstep-queue/lockstep/internal/testdb"
 )
 
 // TestCLIWorkKeepsOutput: an exec worker keeps the end of a successful
@@ -82,4 +84,83 @@ func TestCLIWorkOutputFlag(t *testing.T) {
 	require.Contains(t, help, "--exec-output-bytes int")
 	require.Contains(t, help, "keep the last N bytes of each of a successful command's stdout and stderr as the job's output (0: keep none) (default 65536)")
 	require.Contains(t, strings.Join(strings.Fields(help), " "), `as the job's output, {"stdout": …, "stderr": …}`)
+}
+
+// TestCLIWorkWaitsForItsDatabase: `lockstep work` started while its
+// database is away (a supervisor restarting it during a failover) waits
+// for the database instead of exiting, says so in its log, and works once
+// the database answers. The database's absence is a fault proxy that
+// refuses every connection; the test turns it back on once the process
+// has logged that it waits: synchronised on the log, not on time.
+func TestCLIWorkWaitsForItsDatabase(t *testing.T) {
+	for _, d := range []struct {
+		name string
+		dsn  func(t testing.TB) string // the driver's own form
+		url  func(t *testing.T, dsn string) string
+	}{
+		{"mariadb", testdb.MySQL, clitest.MySQLURL},
+		{"oraclemysql", testdb.OracleMySQL, clitest.MySQLURL},
+		{"postgres", testdb.Postgres, func(_ *testing.T, dsn string) string { return dsn }},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			dsn := d.dsn(t)
+			direct := &lockstepCLI{&clitest.CLI{T: t, Bin: clitest.Binary(t), DSN: d.url(t, dsn)}}
+			direct.OK("migrate", "up")
+			id := direct.enqueue("say", `{}`)
+
+			target, err := testdb.DSNAddr(dsn)
+			require.NoError(t, err)
+			p, err := faultproxy.New(ctx, target)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, p.Close()) })
+			proxied, err := testdb.DSNWithAddr(dsn, p.Addr())
+			require.NoError(t, err)
+			p.Refuse(true)
+
+			l := &lockstepCLI{&clitest.CLI{T: t, Bin: direct.Bin, DSN: d.url(t, proxied)}}
+			work := l.Command(ctx, "work", "--exec", "say=true", "--poll", "100ms")
+			var log syncBuffer
+			work.Stdout, work.Stderr = &log, &log
+			require.NoError(t, work.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- work.Wait() }()
+			defer func() {
+				if work.ProcessState == nil {
+					_ = work.Process.Kill()
+					<-exited
+				}
+			}()
+
+			select {
+			case err := <-exited:
+				t.Fatalf("work exited while its database was away (%v); its log:\n%s", err, log.String())
+			case <-waitLog(ctx, &log, "the database is away; waiting for it"):
+			}
+			require.Equal(t, lockstep.StatusPending, direct.job(id).Status, "nothing ran while the database was away")
+			p.Refuse(false)
+			direct.waitStatus(id, lockstep.StatusDone)
+			require.Contains(t, log.String(), "the database is back")
+
+			require.NoError(t, work.Process.Signal(syscall.SIGTERM))
+			require.NoError(t, <-exited, "%s", log.String())
+		})
+	}
+}
+
+// waitLog is closed once b holds want (or ctx ends).
+func waitLog(ctx context.Context, b *syncBuffer, want string) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for ctx.Err() == nil && !strings.Contains(b.String(), want) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return ch
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,6 +19,7 @@ import (
 	"github.com/lockstep-queue/lockstep/driver"
 	"github.com/lockstep-queue/lockstep/internal/dsn"
 	"github.com/lockstep-queue/lockstep/migrate"
+	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
 // DSNSource is where the database's DSN came from.
@@ -95,6 +97,46 @@ func (e *Env) OpenDriver(ctx context.Context) (driver.Driver, error) {
 		}
 	}
 	return d, nil
+}
+
+// ServiceStartWait is how long a command that runs as a service (work,
+// serve) waits at its start for a database that is away — restarting,
+// failing over, a Galera node rejoining — before it gives up: as long as
+// a started client rides out a lost connection, so that a process
+// restarted by its supervisor during a failover does not exit again.
+const ServiceStartWait = 30 * time.Second
+
+// OpenDriverWaiting is OpenDriver for a command that runs as a service:
+// while the database cannot be reached, or refuses writes (a standby, a
+// Galera node not yet synced), it waits and tries again, with backoff up
+// to a second, for up to window or until ctx ends. It logs the first
+// failure and every tenth. Any other failure — a bad DSN, a wrong
+// password, a schema at another version — returns at once.
+func (e *Env) OpenDriverWaiting(ctx context.Context, window time.Duration) (driver.Driver, error) {
+	start := time.Now()
+	for i := 1; ; i++ {
+		d, err := e.OpenDriver(ctx)
+		if err == nil {
+			if i > 1 && e.Logger != nil {
+				e.Logger.Info("lockstep: the database is back", "waited", time.Since(start).Round(time.Millisecond))
+			}
+			return d, nil
+		}
+		kind := rowtype.KindOf(err)
+		if kind != rowtype.ErrorConnection && kind != rowtype.ErrorUnavailable || ctx.Err() != nil || time.Since(start) >= window {
+			return nil, err
+		}
+		if e.Logger != nil && (i == 1 || i%10 == 0) {
+			e.Logger.Warn("lockstep: the database is away; waiting for it", "kind", kind.String(),
+				"waited", time.Since(start).Round(time.Millisecond), "give_up_after", window, "err", err)
+		}
+		wait := min(time.Duration(1<<min(i, 5))*30*time.Millisecond, time.Second)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // OpenReadDriver opens readDSN, a replica of the --dsn database that
@@ -210,6 +252,9 @@ func (e *Env) SchemaState(ctx context.Context, d driver.Driver) (migrate.State, 
 		if missingTable(err) {
 			return migrate.State{Latest: m.Latest(), Pending: m.All()}, nil
 		}
+		// Classified, so that OpenDriverWaiting can tell a database away
+		// from one that answers.
+		err = rowtype.Classified(err, func(err error) (rowtype.ErrorKind, string) { return d.ClassifyError(err), "" })
 		return migrate.State{}, fmt.Errorf("read the schema version of the database at %s: %w", e.Where(), err)
 	}
 	return st, nil
