@@ -346,7 +346,7 @@ func (r *runner) run(ctx context.Context) error {
 			select {
 			case err := <-p.done:
 				p.done <- err
-				return fmt.Errorf("chaos: worker process %d (pid %d) exited by itself: %v; its log: %s", i, p.cmd.Process.Pid, err, p.log)
+				return fmt.Errorf("chaos: worker process %d (pid %d) exited by itself: %v; its log (%s) ends:\n%s", i, p.cmd.Process.Pid, err, p.log, logTail(p.log))
 			default:
 			}
 		}
@@ -478,4 +478,19 @@ func (r *runner) stopAll() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// logTail is the end of a worker's log, for a failure message: the log
+// file itself may be gone by the time anyone reads it (a CI machine's
+// temporary directory).
+func logTail(path string) string {
+	const keep = 4096
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	if len(b) > keep {
+		b = b[len(b)-keep:]
+	}
+	return string(b)
 }

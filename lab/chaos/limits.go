@@ -387,7 +387,7 @@ func (r *limitRun) waitFor(ctx context.Context, what string, cond func() (bool, 
 			select {
 			case err := <-p.done:
 				p.done <- err
-				return fmt.Errorf("chaos: worker process %d (pid %d) exited by itself while waiting for %s: %v; its log: %s", i, p.cmd.Process.Pid, what, err, p.log)
+				return fmt.Errorf("chaos: worker process %d (pid %d) exited by itself while waiting for %s: %v; its log (%s) ends:\n%s", i, p.cmd.Process.Pid, what, err, p.log, logTail(p.log))
 			default:
 			}
 		}
