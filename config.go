@@ -129,6 +129,19 @@ type Config struct {
 	// FinishTimeout bounds writing a job's result, which runs even while
 	// the client stops. Default 30s.
 	FinishTimeout time.Duration
+	// CompleteBatchWait is the longest a busy client holds a finished
+	// job's DONE to write it in one transaction with others. A job's
+	// worker slot is free as soon as it hands its DONE over; the DONE is
+	// written, and the job's EventJobFinished sent, with its batch. An
+	// idle client writes a DONE at once; a client whose last batch held
+	// several DONEs waits up to this long for more before the next write
+	// (or until a batch is full), so that under load it commits a few
+	// large batches instead of many small ones — on a database whose
+	// commits wait for a log flush, that is most of its time. A process
+	// that dies meanwhile leaves those jobs RUNNING, to be reaped and run
+	// again, as any job it was running. Default 10ms; set 1ns to write
+	// each batch as soon as the one before it committed.
+	CompleteBatchWait time.Duration
 
 	// OnRetry, when set, is called each time the client retries a unit of
 	// work after a retryable database error (deadlock, lock timeout,
@@ -188,6 +201,7 @@ func (c Config) withDefaults() (Config, error) {
 		def(&c.ReapAfter, time.Minute, "ReapAfter"),
 		def(&c.ReapInterval, c.ReapAfter/4, "ReapInterval"),
 		def(&c.FinishTimeout, 30*time.Second, "FinishTimeout"),
+		def(&c.CompleteBatchWait, DefaultCompleteBatchWait, "CompleteBatchWait"),
 		def(&c.RetentionInterval, time.Minute, "RetentionInterval"),
 		def(&c.QueueSettingsInterval, 500*time.Millisecond, "QueueSettingsInterval"),
 		def(&c.ProcessRetention, DefaultProcessRetention, "ProcessRetention"),

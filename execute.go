@@ -210,14 +210,22 @@ func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, to
 // primary key in ascending id order.
 const maxCompleteBatch = 500
 
+// DefaultCompleteBatchWait is how long a busy client gathers DONE results
+// into one write, unless Config.CompleteBatchWait says otherwise.
+const DefaultCompleteBatchWait = 10 * time.Millisecond
+
 // completer writes DONE results in batches, as a database does group
 // commit: while one batch is being written the results that arrive wait,
 // and all of them go together in the next. A job hands its DONE over and
 // frees its slot; the completer tells it (its event, its log line) once the
-// batch is committed. An idle client writes each DONE
-// at once; a busy one writes one short transaction per batch instead of one
-// per job. Only DONE is batched: failures, retries and snoozes carry
-// per-job values and stay single statements.
+// batch is committed. An idle client writes each DONE at once. A busy one —
+// its last batch held more than one DONE — also waits up to
+// Config.CompleteBatchWait for more before it writes: without the wait,
+// batches under load stay as small as one commit's flush time lets them
+// grow (about 35 rows on PostgreSQL), and the flushes become the
+// database's main cost (BENCHMARKS.md, issue 22). Only DONE is batched:
+// failures, retries and snoozes carry per-job values and stay single
+// statements.
 type completer struct {
 	c    *Client
 	in   chan *completion
@@ -238,21 +246,48 @@ func newCompleter(c *Client) *completer {
 func (p *completer) run() {
 	defer close(p.done)
 	batch := make([]*completion, 0, maxCompleteBatch)
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
+	busy := false
 	for first := range p.in {
 		batch = append(batch[:0], first)
+		// Idle: take what is already queued and write. Busy: gather
+		// until the wait is over or the batch is full.
+		var until <-chan time.Time
+		if busy {
+			wait.Reset(p.c.cfg.CompleteBatchWait)
+			until = wait.C
+		}
 	fill:
 		for len(batch) < maxCompleteBatch {
+			if until == nil {
+				select {
+				case more, ok := <-p.in:
+					if !ok {
+						break fill
+					}
+					batch = append(batch, more)
+				default:
+					break fill
+				}
+				continue
+			}
 			select {
 			case more, ok := <-p.in:
 				if !ok {
 					break fill
 				}
 				batch = append(batch, more)
-			default:
+			case <-until:
+				until = nil
 				break fill
 			}
 		}
+		if until != nil {
+			wait.Stop()
+		}
 		p.write(batch)
+		busy = len(batch) > 1
 	}
 }
 

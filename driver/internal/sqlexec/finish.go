@@ -137,76 +137,71 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []driver.JobRef) ([
 }
 
 // completeChecked is the batched DONE where the statement cannot say which
-// rows it changed: all or nothing, then row by row under lock.
+// rows it changed (MySQL has no UPDATE ... RETURNING). It is one statement
+// in autocommit — one round trip where BEGIN, UPDATE and COMMIT took three
+// — taking the same row locks in the same order as it did alone in a
+// transaction. Its count says how many fences held. When it falls short
+// (a job cancelled or reaped meanwhile) and is not zero, the rows it wrote
+// are among those now DONE at this attempt: only the process holding an
+// attempt writes its DONE (a reap returns the job at the same attempt, and
+// the next claim adds one), so a plain read by primary key finds them.
+// That read also finds a row an earlier try of the same batch wrote
+// before it failed, which the caller has not been told of either.
 func (e *Executor) completeChecked(ctx context.Context, ids []int64, attempt int) ([]int64, error) {
-	err := e.inTx(ctx, func(q Querier) error {
-		n, err := e.execIDs(ctx, q, catalog.JobFinishDoneMany, ids, attempt)
-		if err != nil {
-			return err
-		}
-		if n != int64(len(ids)) {
-			return errPartialComplete
-		}
-		return nil
-	})
-	if err == nil {
-		return ids, nil
-	}
-	if !errors.Is(err, errPartialComplete) {
+	n, err := e.execIDs(ctx, e.q, catalog.JobFinishDoneMany, ids, attempt)
+	switch {
+	case err != nil:
 		return nil, err
+	case n == int64(len(ids)):
+		return ids, nil
+	case n == 0:
+		return nil, nil
 	}
-	var owned []int64
-	err = e.inTx(ctx, func(q Querier) error {
-		if err := e.lockMany(ctx, q, ids); err != nil {
-			return err
-		}
-		want := make(map[int64]int, len(ids))
-		for _, id := range ids {
-			want[id] = attempt
-		}
-		still, err := e.owned(ctx, q, ids, want)
-		if err != nil {
-			return err
-		}
-		owned = owned[:0]
-		for _, id := range ids {
-			if _, ok := still[id]; ok {
-				owned = append(owned, id)
-			}
-		}
-		if len(owned) == 0 {
-			return nil
-		}
-		_, err = e.execIDs(ctx, q, catalog.JobFinishDoneMany, owned, attempt)
-		return err
-	})
-	return owned, err
-}
-
-// errPartialComplete rolls back a batched DONE whose fences did not all
-// match.
-var errPartialComplete = errors.New("some fences did not match")
-
-// owned reads which of ids are still RUNNING at the wanted attempt.
-func (e *Executor) owned(ctx context.Context, q Querier, ids []int64, want map[int64]int) (map[int64]int, error) {
-	sqlText, args := e.cat().BindIDs(e.cat().Get(catalog.JobStateMany), ids)
-	rows, err := e.query(ctx, q, catalog.JobStateMany, sqlText, args...)
+	st, err := e.states(ctx, e.q, ids)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[int64]int{}
-	for rows.Next() {
-		var id, att int64
-		var status string
-		if err := rows.Scan(&id, &status, &att); err != nil {
-			return nil, err
-		}
-		if rowtype.JobStatus(status) == rowtype.StatusRunning && int(att) == want[id] {
-			out[id] = int(att)
+	var done []int64
+	for _, id := range ids {
+		if s, ok := st[id]; ok && s.status == rowtype.StatusDone && s.attempt == attempt {
+			done = append(done, id)
 		}
 	}
-	return out, rows.Err()
+	return done, nil
+}
+
+// jobState is a job's status and attempt, as job.state_many reads them.
+type jobState struct {
+	status  rowtype.JobStatus
+	attempt int
+}
+
+// states reads the status and attempt of each of ids that exists, by
+// primary key, without locking.
+func (e *Executor) states(ctx context.Context, q Querier, ids []int64) (map[int64]jobState, error) {
+	out := make(map[int64]jobState, len(ids))
+	chunk := e.chunkSize()
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		sqlText, args := e.cat().BindIDs(e.cat().Get(catalog.JobStateMany), part)
+		rows, err := e.query(ctx, q, catalog.JobStateMany, sqlText, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id, att int64
+			var status string
+			if err := rows.Scan(&id, &status, &att); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = jobState{rowtype.JobStatus(status), int(att)}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func groupByAttempt(attempts map[int64]int) map[int][]int64 {

@@ -1,0 +1,103 @@
+package lockstep
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-queue/lockstep/driver"
+	"github.com/lockstep-queue/lockstep/driver/sqlite"
+	"github.com/lockstep-queue/lockstep/migrate"
+	"github.com/lockstep-queue/lockstep/rowtype"
+)
+
+// TestCompleterGathersWhileBusy: a completer whose last batch held more
+// than one DONE holds the next one until CompleteBatchWait has passed, the
+// batch is full or the client stops — and an idle one writes at once. The
+// wait here is an hour, so every write the test sees was made by the full
+// batch or the stop, never by the clock.
+func TestCompleterGathersWhileBusy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	drv, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "q.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	m, err := migrate.New(drv)
+	require.NoError(t, err)
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	c, err := NewClient(drv, Config{CompleteBatchWait: time.Hour})
+	require.NoError(t, err)
+
+	const n = 2 + maxCompleteBatch + 1
+	in := make([]driver.JobInsertParams, n)
+	for i := range in {
+		in[i] = driver.JobInsertParams{Queue: "q", Kind: "k", Args: []byte("{}"), MaxAttempts: 1}
+	}
+	_, err = c.exec.JobInsertMany(ctx, in)
+	require.NoError(t, err)
+	jobs, err := c.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: "q", Max: n})
+	require.NoError(t, err)
+	require.Len(t, jobs, n)
+
+	p := newCompleter(c)
+	written := make(chan int64, n)
+	enqueue := func(j *rowtype.JobRow) {
+		p.enqueue(driver.JobRef{ID: j.ID, Attempt: j.Attempts}, func(wrote bool, err error) {
+			if err == nil && wrote {
+				written <- j.ID
+			} else {
+				written <- -j.ID
+			}
+		})
+	}
+	receive := func(k int) []int64 {
+		t.Helper()
+		var got []int64
+		for range k {
+			select {
+			case id := <-written:
+				require.Positive(t, id, "job %d was not written", -id)
+				got = append(got, id)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%d of %d DONEs reported", len(got), k)
+			}
+		}
+		return got
+	}
+
+	// Idle: the first batch (two DONEs queued before the completer runs)
+	// is written at once.
+	enqueue(jobs[0])
+	enqueue(jobs[1])
+	go p.run()
+	receive(2)
+
+	// Busy: the next DONEs wait for a full batch.
+	for _, j := range jobs[2 : 2+maxCompleteBatch-1] {
+		enqueue(j)
+	}
+	require.Empty(t, written, "a batch short of full was written within the hour's wait")
+	for _, id := range []int64{jobs[2].ID, jobs[2+maxCompleteBatch-2].ID} {
+		j, err := c.exec.JobGet(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, rowtype.StatusRunning, j.Status)
+	}
+	enqueue(jobs[2+maxCompleteBatch-1])
+	require.Len(t, receive(maxCompleteBatch), maxCompleteBatch)
+
+	// Still busy: the last DONE waits, and is written when the client
+	// stops.
+	enqueue(jobs[n-1])
+	require.Empty(t, written)
+	p.stop()
+	require.Equal(t, []int64{jobs[n-1].ID}, receive(1))
+	for _, j := range jobs {
+		got, err := c.exec.JobGet(ctx, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, rowtype.StatusDone, got.Status)
+	}
+}
