@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,7 @@ import (
 
 func newThroughputCmd(r *root) *cobra.Command {
 	cfg := throughput.DefaultConfig()
-	var mode, systems string
+	var mode, systems, chart string
 	var withFloor bool
 	fo := floor.DefaultOptions()
 	fo.Batches, fo.Concurrency = []int{100, 500, 1000}, []int{2, 4, 8}
@@ -46,6 +47,9 @@ over River's, pair by pair (same repetition).`,
 			default:
 				return fmt.Errorf("--mode must be burn-down, continuous or both, got %q", mode)
 			}
+			if chart != "" && cfg.HoldSnapshot == 0 {
+				return fmt.Errorf("--chart draws a --hold-snapshot run: give --hold-snapshot too")
+			}
 			var err error
 			if cfg.Systems, err = throughput.ParseSystems(systems); err != nil {
 				return err
@@ -74,6 +78,11 @@ over River's, pair by pair (same repetition).`,
 			if err != nil {
 				return err
 			}
+			if chart != "" {
+				if err := writeChart(chart, rep); err != nil {
+					return err
+				}
+			}
 			if r.JSON() {
 				return r.writeJSON(rep)
 			}
@@ -96,6 +105,13 @@ over River's, pair by pair (same repetition).`,
 		"report statements and log volume per job (pg_stat_statements, SHOW GLOBAL STATUS)")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a run's work phase may take")
 	f.IntVar(&cfg.Waiting, "waiting", 0, "WAITING workflow jobs put in each lockstep system's table before its run")
+	f.DurationVar(&cfg.HoldSnapshot, "hold-snapshot", 0,
+		"continuous: after --duration, hold a REPEATABLE READ transaction (InnoDB: a read view) open on the system's database for this long, "+
+			"then measure --duration more; reports jobs/s, claim latency and dead tuples or history length over time")
+	f.DurationVar(&cfg.HoldSample, "hold-sample", 0, "with --hold-snapshot: the sampling interval (default 5s)")
+	f.StringVar(&chart, "chart", "", "with --hold-snapshot: also write the samples as an SVG chart to this file")
+	f.DurationVar(&cfg.CompleteBatchWait, "complete-batch-wait", 0,
+		"lockstep's CompleteBatchWait, how long a busy client gathers DONEs into one write (0: the library's default)")
 	f.BoolVar(&withFloor, "floor", false,
 		"also measure the write floor (as lockstep-bench floor, a smaller search) and print lockstep's share of it")
 	f.IntSliceVar(&fo.Batches, "floor-batches", fo.Batches, "--floor: batch sizes tried")
@@ -103,4 +119,17 @@ over River's, pair by pair (same repetition).`,
 	f.DurationVar(&fo.Duration, "floor-duration", fo.Duration, "--floor: measured window of each point")
 	f.DurationVar(&fo.Warmup, "floor-warmup", fo.Warmup, "--floor: warm-up of each point")
 	return cmd
+}
+
+// writeChart writes the held-snapshot runs' SVG chart to path.
+func writeChart(path string, rep *throughput.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--chart: %w", err)
+	}
+	if err := rep.WriteHoldChart(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("--chart: %w", err)
+	}
+	return f.Close()
 }

@@ -41,6 +41,7 @@ type lockstepInstance struct {
 	workers int
 	batch   int
 	onDone  func()
+	claims  claimCounter
 	num     int
 	cleanup func()
 }
@@ -86,14 +87,18 @@ func openLockstep(ctx context.Context, dialect, dsn string, cfg *Config) (*locks
 	workers := lockstep.NewWorkers()
 	lockstep.AddWorker(workers, lockstep.WorkFunc(func(context.Context, *lockstep.Job[noopArgs]) error { return nil }))
 	l.client, err = lockstep.NewClient(drv, lockstep.Config{
-		Workers:         workers,
-		Queues:          map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: cfg.Workers}},
-		Logger:          l.logger,
-		PollInterval:    LockstepPollInterval,
-		MinPollInterval: LockstepMinPollInterval,
+		Workers:           workers,
+		Queues:            map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: cfg.Workers}},
+		Logger:            l.logger,
+		PollInterval:      LockstepPollInterval,
+		MinPollInterval:   LockstepMinPollInterval,
+		CompleteBatchWait: cfg.CompleteBatchWait,
 		// EventJobFinished is emitted after the finish statement has
 		// committed; Discarded means the fence rejected the result.
 		OnEvent: func(e lockstep.Event) {
+			if e.Kind == lockstep.EventClaimed {
+				l.claims.add(e.Took)
+			}
 			if e.Kind == lockstep.EventJobFinished && e.Status == lockstep.StatusDone && !e.Discarded && l.onDone != nil {
 				l.onDone()
 			}

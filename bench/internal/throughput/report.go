@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/lockstep-queue/lockstep"
 )
 
 // WriteText prints the report as Markdown tables, ready for BENCHMARKS.md.
@@ -31,6 +33,11 @@ func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(b, "Workers: %d per system on one queue (lockstep and River QueueConfig.MaxWorkers); "+
 		"lockstep MinPollInterval %s, PollInterval %s",
 		c.Workers, LockstepMinPollInterval, LockstepPollInterval)
+	wait := "default " + lockstep.DefaultCompleteBatchWait.String()
+	if c.CompleteBatchWait != "" {
+		wait = c.CompleteBatchWait
+	}
+	fmt.Fprintf(b, ", CompleteBatchWait %s", wait)
 	if m.Postgres != "" {
 		fmt.Fprintf(b, "; River FetchCooldown %s, FetchPollInterval %s (as in River's own benchmark); "+
 			"PostgreSQL pool connections: %s, the same for both", RiverFetchCooldown, RiverFetchPollInterval, pool)
@@ -50,8 +57,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 		case BurnDown:
 			fmt.Fprintf(b, "Burn-down: %d jobs inserted, then the workers started; timed from Start to the last completion.\n", c.Jobs)
 		case Continuous:
-			fmt.Fprintf(b, "Continuous: %d jobs kept available, %s warm-up, then completions counted for %s.\n",
+			fmt.Fprintf(b, "Continuous: %d jobs kept available, %s warm-up, then completions counted for %s",
 				c.Backlog, c.Warmup, c.Duration)
+			if c.HoldSnapshot != "" {
+				fmt.Fprintf(b, " (then a snapshot held for %s and %s more: see below)", c.HoldSnapshot, c.Duration)
+			}
+			fmt.Fprintf(b, ".\n")
 		}
 	}
 	b.WriteString("\n")
@@ -87,6 +98,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(b, "\n")
 	}
+	rep.writeHolds(b)
 	rep.writeFloors(b)
 	rep.writeDBStats(b)
 	_, err := io.WriteString(w, b.String())

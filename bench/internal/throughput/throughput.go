@@ -62,6 +62,14 @@ type Config struct {
 	// nobody works, never ends. They are on the benchmark's own queue, in
 	// the claim index's next range over; the claim must not notice them.
 	Waiting int
+	// HoldSnapshot, when above 0, holds a REPEATABLE READ transaction
+	// open on each PostgreSQL or MySQL-family system's database for that
+	// long in the middle of its continuous run (see measureHold);
+	// HoldSample is the sampling interval (default 5s).
+	HoldSnapshot, HoldSample time.Duration
+	// CompleteBatchWait is lockstep's Config.CompleteBatchWait; 0 keeps
+	// the library's default.
+	CompleteBatchWait time.Duration
 
 	// Logger receives progress; ClientLogger the systems' own logs.
 	Logger       *slog.Logger
@@ -130,6 +138,17 @@ func (c *Config) validate() error {
 	if c.Backlog < 1 {
 		errs = append(errs, errors.New("backlog must be at least 1"))
 	}
+	if c.HoldSnapshot < 0 || c.HoldSample < 0 {
+		errs = append(errs, errors.New("hold-snapshot and hold-sample must not be negative"))
+	}
+	if c.HoldSnapshot > 0 {
+		if !slices.Contains(c.Modes, Continuous) {
+			errs = append(errs, errors.New("hold-snapshot is for the continuous mode"))
+		}
+		if slices.Contains(c.Systems, LockstepSQLite) {
+			errs = append(errs, errors.New("hold-snapshot needs a server: SQLite has no snapshot another process holds open (leave lockstep-sqlite out)"))
+		}
+	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Minute
 	}
@@ -152,6 +171,8 @@ type Result struct {
 	// during the work phase (sampled every 100ms).
 	PeakRSSMiB float64  `json:"peak_rss_mib"`
 	DB         *DBStats `json:"db_stats,omitempty"`
+	// Hold is the held-snapshot run, when Config.HoldSnapshot is set.
+	Hold *HoldResult `json:"hold,omitempty"`
 }
 
 // Summary is one system's runs in one mode.
@@ -184,6 +205,10 @@ type Report struct {
 		Workers     int      `json:"workers"`
 		BatchSize   int      `json:"batch_size"`
 		PGPoolConns int      `json:"pg_pool_conns"`
+		// HoldSnapshot is "" without a held snapshot.
+		HoldSnapshot string `json:"hold_snapshot,omitempty"`
+		// CompleteBatchWait is lockstep's, "" for the library's default.
+		CompleteBatchWait string `json:"complete_batch_wait,omitempty"`
 	} `json:"config"`
 	Machine   Machine   `json:"machine"`
 	Runs      []Result  `json:"runs"`
@@ -228,6 +253,12 @@ func Run(ctx context.Context, set *servers.Set, cfg Config) (*Report, error) {
 	rc.Modes, rc.Systems, rc.Reps, rc.Jobs = cfg.Modes, cfg.Systems, cfg.Reps, cfg.Jobs
 	rc.Duration, rc.Warmup, rc.Backlog = cfg.Duration.String(), cfg.Warmup.String(), cfg.Backlog
 	rc.Workers, rc.BatchSize, rc.PGPoolConns = cfg.Workers, cfg.BatchSize, cfg.PGPoolConns
+	if cfg.HoldSnapshot > 0 {
+		rc.HoldSnapshot = cfg.HoldSnapshot.String()
+	}
+	if cfg.CompleteBatchWait > 0 {
+		rc.CompleteBatchWait = cfg.CompleteBatchWait.String()
+	}
 	rep.Machine = NewMachine()
 	log := cfg.logger()
 
@@ -428,9 +459,18 @@ func runOne(ctx context.Context, set *servers.Set, cfg *Config, mode, system str
 		}
 	}
 
-	// Each run starts from the same process state.
+	// Each run starts from the same process state, and on PostgreSQL
+	// from a fresh checkpoint: a timed checkpoint starting inside one
+	// system's run and not the other's (the first change to each page
+	// after it writes the whole page to the WAL) would load one side of
+	// a pair only.
 	runtime.GC()
 	debug.FreeOSMemory()
+	if dialect == "postgres" {
+		if _, err := inst.db().ExecContext(ctx, "CHECKPOINT"); err != nil {
+			cfg.logger().Warn("throughput: CHECKPOINT before the run failed (it needs superuser or pg_checkpoint); runs may meet a timed checkpoint", "err", err)
+		}
+	}
 
 	res := &Result{Mode: mode, System: system}
 	var probe statsProbe
@@ -441,7 +481,17 @@ func runOne(ctx context.Context, set *servers.Set, cfg *Config, mode, system str
 	case BurnDown:
 		err = burnDown(ctx, cfg, inst, probe, res)
 	case Continuous:
-		err = continuous(ctx, cfg, inst, probe, res)
+		var hold *holdTarget
+		if cfg.HoldSnapshot > 0 {
+			hold = &holdTarget{dialect: dialect, dsn: dsn, table: "lockstep_jobs", db: inst.db(), claimPattern: "WITH picked AS%"}
+			if system == RiverPostgres {
+				hold.table, hold.claimPattern = "river_job", "%name: JobGetAvailable%"
+			}
+			if l, ok := inst.(*lockstepInstance); ok {
+				hold.clientClaims = l.claims.read
+			}
+		}
+		err = continuous(ctx, cfg, inst, probe, hold, res)
 	}
 	return res, err
 }
@@ -538,7 +588,11 @@ wait:
 
 // continuous keeps cfg.Backlog jobs available while workers run, and counts
 // completions reported committed during cfg.Duration after cfg.Warmup.
-func continuous(ctx context.Context, cfg *Config, inst instance, probe statsProbe, res *Result) error {
+//
+// With a hold target, the measured interval is a held-snapshot run
+// (measureHold): Duration before the hold, HoldSnapshot with it, Duration
+// after; the Result's jobs are those of the phase before.
+func continuous(ctx context.Context, cfg *Config, inst instance, probe statsProbe, hold *holdTarget, res *Result) error {
 	log := cfg.logger()
 	if err := inst.insert(ctx, cfg.Backlog); err != nil {
 		return fmt.Errorf("insert: %w", err)
@@ -547,7 +601,7 @@ func continuous(ctx context.Context, cfg *Config, inst instance, probe statsProb
 	inserted.Store(int64(cfg.Backlog))
 	cnt := newCounter(0)
 
-	workCtx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration+cfg.Timeout)
+	workCtx, cancel := context.WithTimeout(ctx, cfg.Warmup+2*cfg.Duration+cfg.HoldSnapshot+cfg.Timeout)
 	defer cancel()
 	if err := inst.start(workCtx, cnt.done); err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -617,11 +671,24 @@ func continuous(ctx context.Context, cfg *Config, inst instance, probe statsProb
 	}
 	rss := sampleRSS(workCtx)
 	n0, t0 := cnt.n.Load(), time.Now()
-	if err := sleep(cfg.Duration); err != nil {
-		stopFeed()
-		return err
+	var n1 int64
+	var t1 time.Time
+	if hold != nil {
+		h, err := measureHold(workCtx, cfg, *hold, cnt.n.Load, sleep)
+		if err != nil {
+			stopFeed()
+			return err
+		}
+		res.Hold = h
+		n1 = n0 + h.BeforeJobs
+		t1 = t0.Add(time.Duration(h.BeforeSeconds * float64(time.Second)))
+	} else {
+		if err := sleep(cfg.Duration); err != nil {
+			stopFeed()
+			return err
+		}
+		n1, t1 = cnt.n.Load(), time.Now()
 	}
-	n1, t1 := cnt.n.Load(), time.Now()
 	res.PeakRSSMiB = rss()
 	stopFeed()
 	if err := <-feedErr; err != nil {
