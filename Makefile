@@ -136,6 +136,7 @@ bench-smoke: deps bench-check bench-build
 	$(BENCH) --log-level warn throughput --systems lockstep-postgres,river-postgres,lockstep-mariadb --mode continuous \
 	  --reps 1 --duration 2s --warmup 1s --backlog 2000 --complete-batch-wait 5ms \
 	  --hold-snapshot 3s --hold-sample 1s --chart "$${TMPDIR:-/tmp}/lockstep-bench-smoke-hold.svg"
+	$(BENCH) --log-level warn sweep --workers 5,20 --duration 1s --warmup 500ms --backlog 1000
 	$(BENCH) --log-level warn floor --batch 10,100 --concurrency 1,2 --duration 1s --warmup 200ms
 	$(BENCH) --log-level warn depth --depths 1000 --claims 20 --lock-samples 1
 	$(BENCH) --log-level warn latency --rates 20,200 --duration 1s --tuned-min-poll 0

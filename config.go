@@ -13,6 +13,12 @@ import (
 // QueueConfig configures one named queue served by a client.
 type QueueConfig struct {
 	// MaxWorkers is how many of the queue's jobs this client runs at once.
+	// While the queue is saturated with jobs that run for less time than
+	// a claim takes, and has no Limits, a claim may also take up to
+	// MaxWorkers jobs more than the workers free: they are RUNNING in the
+	// database and wait in this process for a worker, heartbeated and
+	// cancellable as running jobs, so that workers do not sit idle while
+	// the next claim is on its way.
 	MaxWorkers int
 	// Limits, when set, are written as the queue's shared limits when the
 	// client starts (as SetQueueLimits would): every process then claims

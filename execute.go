@@ -12,14 +12,40 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
+// claimed is a job the producer has claimed and handed to its workers,
+// with the context it runs under. The producer creates the context and
+// tracks the job (heartbeats, cancellation) as it hands it over, so that
+// a job claimed ahead of a free worker is heartbeated and can be
+// cancelled while it waits.
+type claimed struct {
+	job    *JobRow
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// claim makes job's context under workCtx and tracks the job.
+func (c *Client) claim(workCtx context.Context, job *JobRow) claimed {
+	ctx, cancel := context.WithCancelCause(workCtx)
+	c.track(job, cancel)
+	return claimed{job: job, ctx: ctx, cancel: cancel}
+}
+
 // execute runs one claimed job with no transaction open and writes its
 // result in a short transaction of its own.
-func (c *Client) execute(workCtx context.Context, job *JobRow) {
-	ctx, cancel := context.WithCancelCause(workCtx)
+func (c *Client) execute(cl claimed) {
+	job, cancel := cl.job, cl.cancel
 	defer cancel(nil)
 	out := &jobOutput{limit: c.cfg.MaxArgsBytes, c: c, jobID: job.ID}
-	ctx = context.WithValue(ctx, outputKey{}, out)
-	c.track(job, cancel)
+	ctx := context.WithValue(cl.ctx, outputKey{}, out)
+	if err := context.Cause(ctx); err != nil {
+		// Cancelled while it waited for a worker (claimed ahead): the
+		// job, the process or the client stopping. Its worker never
+		// sees it; the finish records the cause as a worker returning
+		// it at once would.
+		c.untrack(job.ID)
+		c.finish(job, err, nil, 0, err, nil)
+		return
+	}
 	c.emit(Event{Kind: EventJobStarted, Queue: job.Queue, JobKind: job.Kind, Wait: max(job.StartedAt.Sub(job.AvailableAt), 0)})
 	start := time.Now()
 	err, nextRetry := c.runWorker(ctx, job)

@@ -3,6 +3,7 @@ package lockstep
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver"
@@ -24,6 +25,9 @@ type producer struct {
 	max   int
 	wake  chan struct{}
 	done  chan struct{} // one value per finished job
+	// ran is the total time the queue's jobs have run, in nanoseconds:
+	// with the finishes counted on done, the producer's mean job time.
+	ran atomic.Int64
 }
 
 func (p *producer) run(fetchCtx, workCtx context.Context) {
@@ -34,11 +38,17 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	// time — a sixth of the client's CPU under load.
 	// Workers are started as the number of running jobs first reaches
 	// each count, so an idle queue with a large MaxWorkers holds few.
-	// Room for the largest limit a runtime setting may give.
-	work := make(chan *JobRow, MaxQueueWorkers)
+	// Room for the largest limit a runtime setting may give, and for the
+	// jobs claimed ahead (see aheadOf), which together never exceed it.
+	work := make(chan *claimed, MaxQueueWorkers)
 	defer close(work)
 	workers := 0
-	running := 0
+	running := 0 // claimed and not finished: running, or waiting for a worker
+	ahead := 0   // jobs the next claim may take beyond the free workers
+	// jobTime is the mean run time of the jobs finished since the last
+	// claim, from ran.
+	var jobTime time.Duration
+	ranSeen, finished := int64(0), 0
 	interval := c.cfg.MinPollInterval
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -55,12 +65,18 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			select {
 			case <-p.done:
 				running--
+				finished++
 			default:
 				drained = true
 			}
 		}
+		if finished > 0 {
+			ran := p.ran.Load()
+			jobTime = time.Duration((ran - ranSeen) / int64(finished))
+			ranSeen, finished = ran, 0
+		}
 		paused, limit := c.queueLimit(p.queue, p.max)
-		free := limit - running
+		free := limit + min(ahead, MaxQueueWorkers-limit) - running
 		if paused {
 			free = 0
 		}
@@ -136,20 +152,24 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 				// empty claim) would push the poll to PollInterval.
 				interval = min(interval*2, c.cfg.PollInterval)
 			}
+			ahead = aheadOf(err == nil && len(jobs) == free, lim.Any(), limit, jobTime, time.Since(began))
 			for _, j := range jobs {
 				running++
-				if running > workers {
+				if workers < min(running, limit) {
 					workers++
 					go func() {
-						for j := range work {
-							c.execute(workCtx, j)
+						for cl := range work {
+							start := time.Now()
+							c.execute(*cl)
+							p.ran.Add(int64(time.Since(start)))
 							c.jobs.Done()
 							p.done <- struct{}{}
 						}
 					}()
 				}
 				c.jobs.Add(1)
-				work <- j // never blocks: at most MaxQueueWorkers jobs are queued or running
+				cl := c.claim(workCtx, j)
+				work <- &cl // never blocks: at most MaxQueueWorkers jobs are queued or running
 			}
 			// A full claim means more may be waiting: claim again as soon as
 			// a slot frees, without waiting for the poll.
@@ -182,10 +202,29 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		case <-p.wake:
 		case <-p.done:
 			running--
+			finished++
 		case <-timer.C:
 			polled = true
 		}
 	}
+}
+
+// aheadOf is how many jobs the next claim may take beyond the queue's
+// free workers. A producer claims again as soon as a worker frees, so
+// while the queue is saturated each claim takes the workers that freed
+// during the one before: when jobs run for less time than a claim takes,
+// about half the workers sit idle waiting for the next claim. Then — the
+// last claim filled every slot it asked for (more jobs are waiting), the
+// mean job ran shorter than that claim took, and the queue has no limits
+// (whose slots and rate starts are counted in RUNNING rows) — the next
+// claim may take up to limit more, which wait in the process for a
+// worker, heartbeated and cancellable as running jobs. Any other claim
+// takes only what is free.
+func aheadOf(full, limited bool, limit int, jobTime, claimTook time.Duration) int {
+	if !full || limited || jobTime <= 0 || jobTime >= claimTook {
+		return 0
+	}
+	return limit
 }
 
 // afterLimited is what a limited claim tells the producer about its next
