@@ -75,6 +75,7 @@ func newRoot(stdout, stderr io.Writer) *root {
 
 	cmd.AddCommand(
 		newThroughputCmd(r),
+		newSweepCmd(r),
 		newFloorCmd(r),
 		newDepthCmd(r),
 		newLatencyCmd(r),
