@@ -102,7 +102,9 @@ func byMinute(samples []HoldSample) []HoldSample {
 	var n, nc int
 	key := ""
 	for _, s := range samples {
-		if k := fmt.Sprintf("%s/%.0f", s.Phase, math.Ceil(s.At/60)); k != key {
+		// A sample ends a few milliseconds after its tick: the one that
+		// ends a minute belongs to it.
+		if k := fmt.Sprintf("%s/%.0f", s.Phase, math.Ceil((s.At-0.5)/60)); k != key {
 			out = append(out, HoldSample{Phase: s.Phase})
 			key, n, nc = k, 0, 0
 		}
