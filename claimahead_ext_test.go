@@ -65,3 +65,70 @@ func TestMaxWorkersWithClaimsAhead(t *testing.T) {
 		require.Greater(t, biggest.Load(), int64(maxWorkers), "a claim took more jobs than the queue has workers")
 	})
 }
+
+// TestClaimsAheadHeldBackByLowerCapAndPause: jobs claimed ahead start only
+// while fewer than the queue's current MaxWorkers run, so a lower cap set
+// at runtime holds from the producer's next turn on (at most the new cap
+// run, counting the jobs started before it); and a pause hands them back
+// to PENDING, so that nothing starts after the producer has seen it.
+func TestClaimsAheadHeldBackByLowerCapAndPause(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
+		drv = openMigrated(t, drv)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		const jobs = 3000
+		var now, started, peakAfter atomic.Int64
+		var lowered atomic.Bool
+		ws := lockstep.NewWorkers()
+		lockstep.AddWorker(ws, lockstep.WorkFunc(func(context.Context, *lockstep.Job[quickArgs]) error {
+			n := now.Add(1)
+			started.Add(1)
+			if lowered.Load() {
+				for p := peakAfter.Load(); n > p && !peakAfter.CompareAndSwap(p, n); p = peakAfter.Load() {
+				}
+			}
+			time.Sleep(200 * time.Microsecond) // the work: shorter than a claim
+			now.Add(-1)
+			return nil
+		}))
+		var biggest atomic.Int64
+		c := quietClient(t, drv, lockstep.Config{
+			Workers: ws, Queues: map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: 8}},
+			OnEvent: func(e lockstep.Event) {
+				if e.Kind == lockstep.EventClaimed {
+					for b := biggest.Load(); int64(e.Count) > b && !biggest.CompareAndSwap(b, int64(e.Count)); b = biggest.Load() {
+					}
+				}
+			},
+		})
+		params := make([]lockstep.InsertManyParams, jobs)
+		for i := range params {
+			params[i] = lockstep.InsertManyParams{Args: quickArgs{}}
+		}
+		_, err := c.InsertMany(ctx, params)
+		require.NoError(t, err)
+		require.NoError(t, c.Start(ctx))
+		t.Cleanup(func() { _ = c.Stop(context.Background()) })
+		eventually(t, time.Minute, "the queue saturated and claiming ahead", func() bool { return biggest.Load() > 8 })
+
+		require.NoError(t, c.SetQueueMaxWorkers(ctx, lockstep.DefaultQueue, 2))
+		c.WaitProducerTurn(t, lockstep.DefaultQueue)
+		lowered.Store(true)
+		base := started.Load()
+		eventually(t, time.Minute, "jobs started under the lower cap", func() bool { return started.Load() > base+200 })
+		require.LessOrEqual(t, peakAfter.Load(), int64(2), "jobs running at once after the cap went to 2")
+
+		require.NoError(t, c.PauseQueue(ctx, lockstep.DefaultQueue))
+		c.WaitProducerTurn(t, lockstep.DefaultQueue)
+		eventually(t, 30*time.Second, "the started jobs finished", func() bool { return now.Load() == 0 })
+		paused := started.Load()
+		c.WaitProducerTurn(t, lockstep.DefaultQueue)
+		require.Equal(t, paused, started.Load(), "a job started after the pause was seen")
+		// The started jobs' DONEs are written with their batch; the jobs
+		// claimed ahead went back at the producer's turn.
+		eventually(t, 30*time.Second, "no job RUNNING", func() bool { return countJobs(t, drv, "status", "RUNNING") == 0 })
+		require.Equal(t, jobs, countJobs(t, drv, "status", "DONE")+countJobs(t, drv, "status", "PENDING"))
+		require.Equal(t, int(paused), countJobs(t, drv, "status", "DONE"), "every job that started is DONE, no other")
+		require.NoError(t, c.Stop(ctx))
+	})
+}

@@ -37,13 +37,14 @@ func (c *Client) execute(cl claimed) {
 	defer cancel(nil)
 	out := &jobOutput{limit: c.cfg.MaxArgsBytes, c: c, jobID: job.ID}
 	ctx := context.WithValue(cl.ctx, outputKey{}, out)
-	if err := context.Cause(ctx); err != nil {
-		// Cancelled while it waited for a worker (claimed ahead): the
-		// job, the process or the client stopping. Its worker never
-		// sees it; the finish records the cause as a worker returning
-		// it at once would.
+	if cause := context.Cause(ctx); cause != nil {
+		// Cancelled before it started (claimed ahead, handed to a worker
+		// as the client stopped, or found cancelled or reaped by the
+		// heartbeat): its worker never sees it, and it goes back to
+		// PENDING without spending its attempt — a write fenced like
+		// any finish, so a cancel or a reap stands.
 		c.untrack(job.ID)
-		c.finish(job, err, nil, 0, err, nil)
+		c.finish(job, errHandedBack, nil, 0, cause, nil)
 		return
 	}
 	c.emit(Event{Kind: EventJobStarted, Queue: job.Queue, JobKind: job.Kind, Wait: max(job.StartedAt.Sub(job.AvailableAt), 0)})
@@ -223,6 +224,8 @@ func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, to
 		log.Warn("lockstep: result discarded: the job was cancelled or reclaimed meanwhile", "result", p.Status, "cause", cause)
 	case p.Status == rowtype.StatusDone:
 		log.Debug("lockstep: job done")
+	case werr == errHandedBack:
+		log.Debug("lockstep: job handed back before it started", "cause", cause)
 	case p.Snooze:
 		log.Info("lockstep: job snoozed", "for", p.RetryAfter)
 	case p.Status == rowtype.StatusFailed:

@@ -38,13 +38,39 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	// time — a sixth of the client's CPU under load.
 	// Workers are started as the number of running jobs first reaches
 	// each count, so an idle queue with a large MaxWorkers holds few.
-	// Room for the largest limit a runtime setting may give, and for the
-	// jobs claimed ahead (see aheadOf), which together never exceed it.
+	// Room for the largest limit a runtime setting may give: only
+	// started jobs go through it, never more than the limit.
 	work := make(chan *claimed, MaxQueueWorkers)
 	defer close(work)
 	workers := 0
-	running := 0 // claimed and not finished: running, or waiting for a worker
-	ahead := 0   // jobs the next claim may take beyond the free workers
+	executing := 0 // handed to a worker and not finished
+	// waiting are jobs claimed ahead (see aheadOf), in claim order: the
+	// producer hands one to a worker only while fewer than the queue's
+	// current limit execute and the queue is not paused, so a lower limit
+	// or a pause holds them back.
+	var waiting []*claimed
+	ahead := 0 // jobs the next claim may take beyond the free workers
+	dispatch := func(limit int) {
+		for executing < limit && len(waiting) > 0 {
+			cl := waiting[0]
+			waiting[0] = nil
+			waiting = waiting[1:]
+			executing++
+			if workers < executing {
+				workers++
+				go func() {
+					for cl := range work {
+						start := time.Now()
+						c.execute(*cl)
+						p.ran.Add(int64(time.Since(start)))
+						c.jobs.Done()
+						p.done <- struct{}{}
+					}
+				}()
+			}
+			work <- cl // never blocks: at most limit ≤ MaxQueueWorkers are in it
+		}
+	}
 	// jobTime is the mean run time of the jobs finished since the last
 	// claim, from ran.
 	var jobTime time.Duration
@@ -64,7 +90,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		for drained := false; !drained; {
 			select {
 			case <-p.done:
-				running--
+				executing--
 				finished++
 			default:
 				drained = true
@@ -76,7 +102,15 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			ranSeen, finished = ran, 0
 		}
 		paused, limit := c.queueLimit(p.queue, p.max)
-		free := limit + min(ahead, MaxQueueWorkers-limit) - running
+		if paused {
+			// Nothing starts while the queue is paused: the jobs claimed
+			// ahead go back to PENDING at once rather than wait.
+			waiting = c.handBack(waiting)
+			ahead = 0
+		}
+		dispatch(limit)
+		running := executing + len(waiting)
+		free := limit + min(ahead, limit, MaxQueueWorkers-limit) - running
 		if paused {
 			free = 0
 		}
@@ -154,23 +188,12 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			}
 			ahead = aheadOf(err == nil && len(jobs) == free, lim.Any(), limit, jobTime, time.Since(began))
 			for _, j := range jobs {
-				running++
-				if workers < min(running, limit) {
-					workers++
-					go func() {
-						for cl := range work {
-							start := time.Now()
-							c.execute(*cl)
-							p.ran.Add(int64(time.Since(start)))
-							c.jobs.Done()
-							p.done <- struct{}{}
-						}
-					}()
-				}
 				c.jobs.Add(1)
 				cl := c.claim(workCtx, j)
-				work <- &cl // never blocks: at most MaxQueueWorkers jobs are queued or running
+				waiting = append(waiting, &cl)
 			}
+			dispatch(limit)
+			running = executing + len(waiting)
 			// A full claim means more may be waiting: claim again as soon as
 			// a slot frees, without waiting for the poll.
 			if len(jobs) > 0 && len(jobs) == free {
@@ -198,15 +221,38 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		polled = false
 		select {
 		case <-fetchCtx.Done():
+			// Stopping: the jobs claimed ahead have not started, and go
+			// back to PENDING; the started ones finish (Stop waits).
+			c.handBack(waiting)
 			return
 		case <-p.wake:
 		case <-p.done:
-			running--
+			executing--
 			finished++
 		case <-timer.C:
 			polled = true
 		}
 	}
+}
+
+// errHandedBack is the result of a job handed back before it started: a
+// snooze of no time.
+var errHandedBack error = &SnoozeError{}
+
+// handBack returns jobs claimed ahead, which never started, to PENDING
+// without spending their attempt (a snooze of no time: the attempt the
+// claim counted is given back in max_attempts), and returns the emptied
+// slice. A job cancelled or reaped meanwhile is left as it is (the write
+// is fenced).
+func (c *Client) handBack(waiting []*claimed) []*claimed {
+	for i, cl := range waiting {
+		c.untrack(cl.job.ID)
+		c.finish(cl.job, errHandedBack, nil, 0, context.Cause(cl.ctx), nil)
+		cl.cancel(nil)
+		c.jobs.Done()
+		waiting[i] = nil
+	}
+	return waiting[:0]
 }
 
 // aheadOf is how many jobs the next claim may take beyond the queue's

@@ -117,7 +117,7 @@ func measureHold(ctx context.Context, cfg *Config, h holdTarget, count func() in
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		prevN, prevT := count(), time.Now()
-		prevClaims, prevTook := sampler.claims(sampleCtx)
+		prevClaims, prevTook, _ := sampler.claims(sampleCtx)
 		for {
 			select {
 			case <-sampleCtx.Done():
@@ -125,13 +125,19 @@ func measureHold(ctx context.Context, cfg *Config, h holdTarget, count func() in
 			case <-tick.C:
 			}
 			n, now := count(), time.Now()
-			claims, took := sampler.claims(sampleCtx)
+			claims, took, ok := sampler.claims(sampleCtx)
 			s := HoldSample{At: now.Sub(begin).Seconds(), JobsPerSec: float64(n-prevN) / now.Sub(prevT).Seconds(),
 				Dead: sampler.dead(sampleCtx)}
-			if claims > prevClaims {
+			if ok && claims > prevClaims {
 				s.ClaimMillis = float64(took-prevTook) / float64(claims-prevClaims) / float64(time.Millisecond)
 			}
-			prevN, prevT, prevClaims, prevTook = n, now, claims, took
+			prevN, prevT = n, now
+			if ok {
+				// A failed read leaves the last good totals: the next
+				// interval's mean is then over two intervals, not over
+				// everything since the start.
+				prevClaims, prevTook = claims, took
+			}
 			mu.Lock()
 			s.Phase = phase
 			res.Samples = append(res.Samples, s)
@@ -237,8 +243,16 @@ func newHoldSampler(ctx context.Context, h holdTarget) (*holdSampler, error) {
 	case "postgres":
 		s.garbage = "dead tuples of " + h.table + " (pg_stat_user_tables.n_dead_tup)"
 		s.deadSQL = "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = '" + h.table + "' /* " + SampleMarker + " */"
+		// The extension can be created without the library loaded
+		// (shared_preload_libraries); only a read that works counts.
 		_, err := h.db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 		s.pgss = err == nil
+		if s.pgss {
+			// The very read the samples make (PostgreSQL 12 names the
+			// column total_time: the claim's latency then comes from
+			// the client, where it can).
+			_, _, s.pgss = s.claims(ctx)
+		}
 		if s.pgss {
 			s.claimSource = "the claim statement's mean execution time in pg_stat_statements"
 		}
@@ -262,7 +276,9 @@ func (s *holdSampler) dead(ctx context.Context) int64 {
 	return n
 }
 
-func (s *holdSampler) claims(ctx context.Context) (int64, time.Duration) {
+// claims is the number of claims so far and their total time; ok is false
+// when they could not be read.
+func (s *holdSampler) claims(ctx context.Context) (n int64, total time.Duration, ok bool) {
 	if s.pgss {
 		var calls int64
 		var ms float64
@@ -270,12 +286,13 @@ func (s *holdSampler) claims(ctx context.Context) (int64, time.Duration) {
 			"FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "+
 			"AND query LIKE $1 /* "+SampleMarker+" */", s.h.claimPattern).Scan(&calls, &ms)
 		if err != nil {
-			return 0, 0
+			return 0, 0, false
 		}
-		return calls, time.Duration(ms * float64(time.Millisecond))
+		return calls, time.Duration(ms * float64(time.Millisecond)), true
 	}
 	if s.h.clientClaims != nil {
-		return s.h.clientClaims()
+		n, total := s.h.clientClaims()
+		return n, total, true
 	}
-	return 0, 0
+	return 0, 0, false
 }

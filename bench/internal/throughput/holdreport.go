@@ -35,7 +35,7 @@ func (rep *Report) writeHolds(b *strings.Builder) {
 		}
 		rows = append(rows, []string{fmt.Sprint(r.Rep), r.System, fmt.Sprintf("%.0f", h.Before), fmt.Sprintf("%.0f", h.Held),
 			fmt.Sprintf("%.0f", h.HeldLast), fmt.Sprintf("%.0f", h.After),
-			fmt.Sprintf("%.0f %%", 100*h.Held/h.Before), fmt.Sprintf("%.0f %%", 100*h.HeldLast/h.Before), rec,
+			share(h.Held, h.Before), share(h.HeldLast, h.Before), rec,
 			fmt.Sprint(maxDead(h))})
 	}
 	WriteTable(b, []string{"rep", "system", "before jobs/s", "held", fmt.Sprintf("held, last %s", fmtSeconds(h0.HeldLastSecs)),
@@ -51,6 +51,14 @@ func (rep *Report) writeHolds(b *strings.Builder) {
 		WriteTable(b, []string{"until", "phase", "jobs/s", "claim ms", "garbage"}, "rlrrr", rows)
 		fmt.Fprintf(b, "\n")
 	}
+}
+
+// share is part over whole as a percentage; "–" without a whole.
+func share(part, whole float64) string {
+	if whole <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f %%", 100*part/whole)
 }
 
 func orNone(s string) string {

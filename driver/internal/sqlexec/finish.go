@@ -76,10 +76,9 @@ func (e *Executor) released(ctx context.Context, wrote bool, left []leftKey) err
 // attempt number (nearly always one) and chunk, each its own transaction
 // that locks its rows by primary key in ascending id order. Where the
 // statement returns the ids it changed (PostgreSQL, SQLite) that is all.
-// On MySQL, which cannot return them, each statement runs in a transaction
-// that commits only if every fence matched; otherwise it is rolled back
-// and written again the careful way: lock the rows, read their states,
-// write those still owned.
+// On MySQL, which cannot return them, each statement runs alone in
+// autocommit, and a row count short of the batch is followed by a read of
+// which rows are DONE at the attempt (completeChecked).
 func (e *Executor) JobCompleteMany(ctx context.Context, jobs []driver.JobRef) ([]driver.JobRef, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -146,7 +145,9 @@ func (e *Executor) JobCompleteMany(ctx context.Context, jobs []driver.JobRef) ([
 // attempt writes its DONE (a reap returns the job at the same attempt, and
 // the next claim adds one), so a plain read by primary key finds them.
 // That read also finds a row an earlier try of the same batch wrote
-// before it failed, which the caller has not been told of either.
+// before it failed, which the caller has not been told of either — but
+// only when this statement wrote some row: a count of zero reads nothing,
+// and such rows are reported as not written (their DONE stands).
 func (e *Executor) completeChecked(ctx context.Context, ids []int64, attempt int) ([]int64, error) {
 	n, err := e.execIDs(ctx, e.q, catalog.JobFinishDoneMany, ids, attempt)
 	switch {
