@@ -28,6 +28,7 @@ type serveOptions struct {
 	countLimit    int
 	secureCookies bool
 	stopTimeout   time.Duration
+	waitDB        time.Duration
 	readDSN       string
 	// The workers, as `lockstep work` takes them; none unless --kind.
 	work workOptions
@@ -84,6 +85,8 @@ sets.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on (a non-loopback address needs a token)")
+	f.DurationVar(&o.waitDB, "wait-for-database", clienv.ServiceStartWait,
+		"at start, how long to wait for a database that is away or refusing writes (restarting, failing over); 0 fails at once")
 	f.StringVar(&o.token, "token", "", "token required on every request (default $LOCKSTEP_TOKEN)")
 	f.IntVar(&o.countLimit, "count-limit", 10_000, "counts shown stop at this many (shown as ≥N), so pages stay fast on large tables")
 	f.StringVar(&o.readDSN, "read-dsn", "", "a replica of the --dsn database for the pages' reads (the actions go to --dsn); the queues page shows its lag")
@@ -158,7 +161,10 @@ func (c *app) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 		}
 	}
 
-	d, err := c.OpenDriverWaiting(ctx, clienv.ServiceStartWait)
+	if o.waitDB < 0 {
+		return fmt.Errorf("--wait-for-database must not be negative, got %s", o.waitDB)
+	}
+	d, err := c.OpenDriverWaiting(ctx, o.waitDB)
 	if err != nil {
 		return err
 	}

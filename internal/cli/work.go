@@ -39,6 +39,7 @@ type workOptions struct {
 	heartbeat   time.Duration
 	poll        time.Duration
 	stopTimeout time.Duration
+	waitDB      time.Duration
 	metricsAddr string
 	retention   retentionOptions
 }
@@ -70,6 +71,8 @@ func newWorkCmd(c *app) *cobra.Command {
 	f.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often to refresh running jobs' heartbeat and notice cancels")
 	f.DurationVar(&o.poll, "poll", time.Second, "longest wait between claims of an idle queue")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for running jobs")
+	f.DurationVar(&o.waitDB, "wait-for-database", clienv.ServiceStartWait,
+		"at start, how long to wait for a database that is away or refusing writes (restarting, failing over); 0 fails at once")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz on this address (a non-loopback address needs $LOCKSTEP_TOKEN)")
 	addRetentionFlags(f, &o.retention)
 	return cmd
@@ -274,7 +277,10 @@ func (c *app) work(ctx context.Context, cmd *cobra.Command, o workOptions) error
 		return fmt.Errorf("--reap-after (%s) must exceed twice --heartbeat (%s), or live jobs would be reaped", o.reapAfter, o.heartbeat)
 	}
 
-	d, err := c.OpenDriverWaiting(ctx, clienv.ServiceStartWait)
+	if o.waitDB < 0 {
+		return fmt.Errorf("--wait-for-database must not be negative, got %s", o.waitDB)
+	}
+	d, err := c.OpenDriverWaiting(ctx, o.waitDB)
 	if err != nil {
 		return err
 	}
