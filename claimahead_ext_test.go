@@ -69,8 +69,9 @@ func TestMaxWorkersWithClaimsAhead(t *testing.T) {
 // TestClaimsAheadHeldBackByLowerCapAndPause: jobs claimed ahead start only
 // while fewer than the queue's current MaxWorkers run, so a lower cap set
 // at runtime holds from the producer's next turn on (at most the new cap
-// run, counting the jobs started before it); and a pause hands them back
-// to PENDING, so that nothing starts after the producer has seen it.
+// run, counting the jobs started before it); and after a pause nothing
+// more is claimed, the jobs already claimed run once, and the rest stay
+// PENDING.
 func TestClaimsAheadHeldBackByLowerCapAndPause(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		drv = openMigrated(t, drv)
@@ -120,15 +121,13 @@ func TestClaimsAheadHeldBackByLowerCapAndPause(t *testing.T) {
 
 		require.NoError(t, c.PauseQueue(ctx, lockstep.DefaultQueue))
 		c.WaitProducerTurn(t, lockstep.DefaultQueue)
-		eventually(t, 30*time.Second, "the started jobs finished", func() bool { return now.Load() == 0 })
-		paused := started.Load()
-		c.WaitProducerTurn(t, lockstep.DefaultQueue)
-		require.Equal(t, paused, started.Load(), "a job started after the pause was seen")
-		// The started jobs' DONEs are written with their batch; the jobs
-		// claimed ahead went back at the producer's turn.
+		// What was claimed runs and its DONEs are written with their
+		// batch; nothing more is claimed.
 		eventually(t, 30*time.Second, "no job RUNNING", func() bool { return countJobs(t, drv, "status", "RUNNING") == 0 })
-		require.Equal(t, jobs, countJobs(t, drv, "status", "DONE")+countJobs(t, drv, "status", "PENDING"))
-		require.Equal(t, int(paused), countJobs(t, drv, "status", "DONE"), "every job that started is DONE, no other")
+		done := countJobs(t, drv, "status", "DONE")
+		require.Equal(t, jobs, done+countJobs(t, drv, "status", "PENDING"))
+		require.Equal(t, int64(done), started.Load(), "every job that started is DONE, once")
+		require.Less(t, done, jobs, "the pause left jobs PENDING")
 		require.NoError(t, c.Stop(ctx))
 	})
 }

@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -35,8 +36,9 @@ func TestAheadOf(t *testing.T) {
 	}
 }
 
-// A job claimed ahead that is cancelled while it waits for a worker never
-// reaches the worker, and its finish changes nothing: the cancel stands.
+// A job claimed ahead that is cancelled while it waits reaches its worker
+// with its context already cancelled, and its result is fenced out: the
+// cancel stands.
 func TestClaimedAheadCancelledWhileWaiting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -48,9 +50,9 @@ func TestClaimedAheadCancelledWhileWaiting(t *testing.T) {
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
 	ws := NewWorkers()
-	ran := 0
-	AddWorker(ws, WorkFunc(func(context.Context, *Job[aheadArgs]) error { ran++; return nil }))
-	c, err := NewClient(drv, Config{Workers: ws})
+	var seen error
+	AddWorker(ws, WorkFunc(func(ctx context.Context, _ *Job[aheadArgs]) error { seen = context.Cause(ctx); return nil }))
+	c, err := NewClient(drv, Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 
 	_, err = c.exec.JobInsertMany(ctx, []driver.JobInsertParams{{Queue: DefaultQueue, Kind: aheadArgs{}.Kind(), Args: []byte("{}"), MaxAttempts: 3}})
@@ -65,7 +67,7 @@ func TestClaimedAheadCancelledWhileWaiting(t *testing.T) {
 	c.cancelLocal(jobs[0].ID) // what the heartbeat does when it finds the job gone
 
 	c.execute(cl)
-	require.Zero(t, ran, "the worker ran a job cancelled before it started")
+	require.ErrorIs(t, seen, ErrJobLost, "the worker started with its context cancelled")
 	j, err := c.exec.JobGet(ctx, jobs[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, rowtype.StatusCancelled, j.Status)

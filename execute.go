@@ -12,11 +12,12 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
-// claimed is a job the producer has claimed and handed to its workers,
-// with the context it runs under. The producer creates the context and
-// tracks the job (heartbeats, cancellation) as it hands it over, so that
-// a job claimed ahead of a free worker is heartbeated and can be
-// cancelled while it waits.
+// claimed is a job the producer has claimed, with the context it runs
+// under. The producer creates the context and tracks the job (heartbeats,
+// cancellation) as it claims it, so that a job claimed ahead of a free
+// worker is heartbeated while it waits, and a cancel reaches its context
+// before it starts: its worker then starts with the context cancelled, as
+// a job cancelled at the moment it started always did.
 type claimed struct {
 	job    *JobRow
 	ctx    context.Context
@@ -37,16 +38,6 @@ func (c *Client) execute(cl claimed) {
 	defer cancel(nil)
 	out := &jobOutput{limit: c.cfg.MaxArgsBytes, c: c, jobID: job.ID}
 	ctx := context.WithValue(cl.ctx, outputKey{}, out)
-	if cause := context.Cause(ctx); cause != nil {
-		// Cancelled before it started (claimed ahead, handed to a worker
-		// as the client stopped, or found cancelled or reaped by the
-		// heartbeat): its worker never sees it, and it goes back to
-		// PENDING without spending its attempt — a write fenced like
-		// any finish, so a cancel or a reap stands.
-		c.untrack(job.ID)
-		c.finish(job, errHandedBack, nil, 0, cause, nil)
-		return
-	}
 	c.emit(Event{Kind: EventJobStarted, Queue: job.Queue, JobKind: job.Kind, Wait: max(job.StartedAt.Sub(job.AvailableAt), 0)})
 	start := time.Now()
 	err, nextRetry := c.runWorker(ctx, job)
@@ -224,8 +215,6 @@ func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, to
 		log.Warn("lockstep: result discarded: the job was cancelled or reclaimed meanwhile", "result", p.Status, "cause", cause)
 	case p.Status == rowtype.StatusDone:
 		log.Debug("lockstep: job done")
-	case werr == errHandedBack:
-		log.Debug("lockstep: job handed back before it started", "cause", cause)
 	case p.Snooze:
 		log.Info("lockstep: job snoozed", "for", p.RetryAfter)
 	case p.Status == rowtype.StatusFailed:

@@ -46,8 +46,11 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	executing := 0 // handed to a worker and not finished
 	// waiting are jobs claimed ahead (see aheadOf), in claim order: the
 	// producer hands one to a worker only while fewer than the queue's
-	// current limit execute and the queue is not paused, so a lower limit
-	// or a pause holds them back.
+	// current limit execute, so a lower limit holds from its next turn.
+	// Claimed, they run, as running jobs do through a pause or a stop:
+	// every claimed attempt reaches its worker (the soak's audit holds
+	// the queue to that), with the job's context cancelled if it was
+	// cancelled, reaped or the client stops with StopAndCancel meanwhile.
 	var waiting []*claimed
 	ahead := 0 // jobs the next claim may take beyond the free workers
 	dispatch := func(limit int) {
@@ -103,9 +106,6 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		}
 		paused, limit := c.queueLimit(p.queue, p.max)
 		if paused {
-			// Nothing starts while the queue is paused: the jobs claimed
-			// ahead go back to PENDING at once rather than wait.
-			waiting = c.handBack(waiting)
 			ahead = 0
 		}
 		dispatch(limit)
@@ -221,9 +221,9 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		polled = false
 		select {
 		case <-fetchCtx.Done():
-			// Stopping: the jobs claimed ahead have not started, and go
-			// back to PENDING; the started ones finish (Stop waits).
-			c.handBack(waiting)
+			// Stopping: the jobs claimed ahead run too (Stop waits for
+			// them), as many at once as the limit allows.
+			p.drainWaiting(waiting, work, &executing, limitNow(c, p))
 			return
 		case <-p.wake:
 		case <-p.done:
@@ -235,24 +235,24 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	}
 }
 
-// errHandedBack is the result of a job handed back before it started: a
-// snooze of no time.
-var errHandedBack error = &SnoozeError{}
-
-// handBack returns jobs claimed ahead, which never started, to PENDING
-// without spending their attempt (a snooze of no time: the attempt the
-// claim counted is given back in max_attempts), and returns the emptied
-// slice. A job cancelled or reaped meanwhile is left as it is (the write
-// is fenced).
-func (c *Client) handBack(waiting []*claimed) []*claimed {
-	for i, cl := range waiting {
-		c.untrack(cl.job.ID)
-		c.finish(cl.job, errHandedBack, nil, 0, context.Cause(cl.ctx), nil)
-		cl.cancel(nil)
-		c.jobs.Done()
-		waiting[i] = nil
+// drainWaiting starts the jobs still waiting as workers free, when the
+// producer stops claiming.
+func (p *producer) drainWaiting(waiting []*claimed, work chan<- *claimed, executing *int, limit int) {
+	limit = max(limit, 1)
+	for _, cl := range waiting {
+		for *executing >= limit {
+			<-p.done
+			*executing--
+		}
+		*executing++
+		work <- cl
 	}
-	return waiting[:0]
+}
+
+// limitNow is the queue's current limit of running jobs.
+func limitNow(c *Client, p *producer) int {
+	_, limit := c.queueLimit(p.queue, p.max)
+	return limit
 }
 
 // aheadOf is how many jobs the next claim may take beyond the queue's
