@@ -18,8 +18,9 @@ type QueueConfig struct {
 	// MaxWorkers jobs more than the workers free: they are RUNNING in the
 	// database and wait in this process for a worker, heartbeated and
 	// cancellable as running jobs, so that workers do not sit idle while
-	// the next claim is on its way. A pause or a stop hands them back to
-	// PENDING without spending their attempt.
+	// the next claim is on its way. They start only while fewer than the
+	// queue's current limit run, and run through a pause or a stop as
+	// running jobs do.
 	MaxWorkers int
 	// Limits, when set, are written as the queue's shared limits when the
 	// client starts (as SetQueueLimits would): every process then claims
