@@ -114,6 +114,12 @@ func TestClaimsAheadHeldBackByLowerCapAndPause(t *testing.T) {
 
 		require.NoError(t, c.SetQueueMaxWorkers(ctx, lockstep.DefaultQueue, 2))
 		c.WaitProducerTurn(t, lockstep.DefaultQueue)
+		// Jobs handed to workers before that turn (at most the old cap,
+		// 8) may still start after it; once they have, and no more than
+		// 2 run, none starts unless fewer than 2 do.
+		turn := started.Load()
+		eventually(t, time.Minute, "the jobs handed over before the turn started, and at most 2 run",
+			func() bool { return started.Load() >= turn+8 && now.Load() <= 2 })
 		lowered.Store(true)
 		base := started.Load()
 		eventually(t, time.Minute, "jobs started under the lower cap", func() bool { return started.Load() > base+200 })

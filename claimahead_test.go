@@ -3,15 +3,12 @@ package lockstep
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-queue/lockstep/driver"
-	"github.com/lockstep-queue/lockstep/driver/sqlite"
-	"github.com/lockstep-queue/lockstep/migrate"
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
@@ -42,13 +39,7 @@ func TestAheadOf(t *testing.T) {
 func TestClaimedAheadCancelledWhileWaiting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	drv, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "q.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = drv.Close() })
-	m, err := migrate.New(drv)
-	require.NoError(t, err)
-	_, err = m.Up(ctx)
-	require.NoError(t, err)
+	drv := migratedSQLite(t)
 	ws := NewWorkers()
 	var seen error
 	AddWorker(ws, WorkFunc(func(ctx context.Context, _ *Job[aheadArgs]) error { seen = context.Cause(ctx); return nil }))

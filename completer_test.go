@@ -22,13 +22,7 @@ import (
 func TestCompleterGathersWhileBusy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	drv, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "q.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = drv.Close() })
-	m, err := migrate.New(drv)
-	require.NoError(t, err)
-	_, err = m.Up(ctx)
-	require.NoError(t, err)
+	drv := migratedSQLite(t)
 	c, err := NewClient(drv, Config{CompleteBatchWait: time.Hour})
 	require.NoError(t, err)
 
@@ -100,4 +94,18 @@ func TestCompleterGathersWhileBusy(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, rowtype.StatusDone, got.Status)
 	}
+}
+
+// migratedSQLite opens a fresh, migrated SQLite database for the package's
+// internal tests.
+func migratedSQLite(t *testing.T) driver.Driver {
+	t.Helper()
+	drv, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "q.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = drv.Close() })
+	m, err := migrate.New(drv)
+	require.NoError(t, err)
+	_, err = m.Up(context.Background())
+	require.NoError(t, err)
+	return drv
 }

@@ -223,7 +223,13 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 		case <-fetchCtx.Done():
 			// Stopping: the jobs claimed ahead run too (Stop waits for
 			// them), as many at once as the limit allows.
-			p.drainWaiting(waiting, work, &executing, limitNow(c, p))
+			_, limit := c.queueLimit(p.queue, p.max)
+			for limit = max(limit, 1); len(waiting) > 0; dispatch(limit) {
+				if executing >= limit {
+					<-p.done
+					executing--
+				}
+			}
 			return
 		case <-p.wake:
 		case <-p.done:
@@ -233,26 +239,6 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			polled = true
 		}
 	}
-}
-
-// drainWaiting starts the jobs still waiting as workers free, when the
-// producer stops claiming.
-func (p *producer) drainWaiting(waiting []*claimed, work chan<- *claimed, executing *int, limit int) {
-	limit = max(limit, 1)
-	for _, cl := range waiting {
-		for *executing >= limit {
-			<-p.done
-			*executing--
-		}
-		*executing++
-		work <- cl
-	}
-}
-
-// limitNow is the queue's current limit of running jobs.
-func limitNow(c *Client, p *producer) int {
-	_, limit := c.queueLimit(p.queue, p.max)
-	return limit
 }
 
 // aheadOf is how many jobs the next claim may take beyond the queue's
