@@ -3,6 +3,7 @@ package lockstep
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -88,6 +89,19 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	// limit (another process's finish frees a slot: poll for it).
 	var throttledUntil time.Time
 	held := false
+	// after is where the next claim starts while the queue is saturated:
+	// the last key the previous claim took, when it took all it asked
+	// for. The claim index's head then holds the entries of rows claimed
+	// before, which a snapshot held open elsewhere (a long transaction,
+	// a backup) keeps there, dead, until it ends: a claim from the head
+	// would read them all, every time. A claim from the head still runs
+	// at least every PollInterval (fromHead is the last), and whenever
+	// the previous claim came back short, so that a job sorting before
+	// the key — a higher priority inserted meanwhile, a row another
+	// transaction held while the claim skipped it — waits that long at
+	// most.
+	var after *driver.ClaimKey
+	var fromHead time.Time
 	for {
 		// Drain finished jobs before deciding how many to claim.
 		for drained := false; !drained; {
@@ -128,6 +142,12 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			var jobs []*JobRow
 			var limited *driver.LimitedClaim
 			lim := c.queueLimits(p.queue)
+			claim := &driver.JobClaimParams{Queue: p.queue, Max: free, ProcessID: c.processID}
+			if after != nil && began.Sub(fromHead) < c.cfg.PollInterval {
+				claim.After = after
+			} else {
+				fromHead = began
+			}
 			err := c.retryDB(fetchCtx, "claim", func(ctx context.Context) error {
 				var err error
 				if lim.Any() {
@@ -137,7 +157,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 					}
 					return c.released("claim", err)
 				}
-				jobs, err = c.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: p.queue, Max: free, ProcessID: c.processID})
+				jobs, err = c.exec.JobClaim(ctx, claim)
 				return err
 			})
 			if err == nil {
@@ -187,6 +207,11 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 				interval = min(interval*2, c.cfg.PollInterval)
 			}
 			ahead = aheadOf(err == nil && len(jobs) == free, lim.Any(), limit, jobTime, time.Since(began))
+			after = nil
+			if err == nil && len(jobs) == free && !lim.Any() {
+				last := driver.KeyOf(slices.MaxFunc(jobs, func(a, b *JobRow) int { return driver.KeyOf(a).Compare(driver.KeyOf(b)) }))
+				after = &last
+			}
 			for _, j := range jobs {
 				c.jobs.Add(1)
 				cl := c.claim(workCtx, j)

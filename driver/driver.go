@@ -4,6 +4,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"io/fs"
@@ -118,6 +119,34 @@ type JobClaimParams struct {
 	// claimed jobs' claimed_by; empty (NULL) for a caller that registered
 	// no process (a lab tool calling the executor directly).
 	ProcessID string
+	// After, when set, claims only jobs that sort after it in the claim
+	// order (JobClaim only; a limited claim ignores it): the claim
+	// index's range starts there instead of at the queue's head.
+	After *ClaimKey
+}
+
+// ClaimKey is a job's place in its queue's claim order: priority, then
+// available_at, then id, the claim index's columns after the queue.
+type ClaimKey struct {
+	Priority    int
+	AvailableAt time.Time
+	ID          int64
+}
+
+// KeyOf is j's place in the claim order.
+func KeyOf(j *rowtype.JobRow) ClaimKey {
+	return ClaimKey{Priority: j.Priority, AvailableAt: j.AvailableAt, ID: j.ID}
+}
+
+// Compare orders two keys as the claim does: -1, 0 or +1.
+func (k ClaimKey) Compare(o ClaimKey) int {
+	switch {
+	case k.Priority != o.Priority:
+		return cmp.Compare(k.Priority, o.Priority)
+	case !k.AvailableAt.Equal(o.AvailableAt):
+		return k.AvailableAt.Compare(o.AvailableAt)
+	}
+	return cmp.Compare(k.ID, o.ID)
 }
 
 // ReleaseError is the failure of the release that follows a write which

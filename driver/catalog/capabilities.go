@@ -70,6 +70,8 @@ func (c Capabilities) optional() []bound {
 		{JobClaim, "OneStatementClaim", c.OneStatementClaim, true},
 		{JobClaimSelect, "OneStatementClaim", c.OneStatementClaim, false},
 		{JobClaimUpdate, "OneStatementClaim", c.OneStatementClaim, false},
+		{JobClaimAfter, "OneStatementClaim", c.OneStatementClaim, true},
+		{JobClaimSelectAfter, "OneStatementClaim", c.OneStatementClaim, false},
 		{JobLockIDs, "LockIDsFirst", c.LockIDsFirst, true},
 		{JobLockMany, "LockMany", c.LockMany, true},
 		{JobNotify, "Notify", c.Notify, true},

@@ -26,6 +26,12 @@ const (
 	JobClaim       Name = "job.claim"
 	JobClaimSelect Name = "job.claim_select"
 	JobClaimUpdate Name = "job.claim_update"
+	// The claim of a saturated queue, from where the previous claim ended:
+	// the same statements with the claim index's range starting after a
+	// key, so that the entries of rows claimed before (which a snapshot
+	// held elsewhere keeps in the index) are not scanned again.
+	JobClaimAfter       Name = "job.claim_after"
+	JobClaimSelectAfter Name = "job.claim_select_after"
 
 	// Locking reads by primary key in ascending id order.
 	JobLockIDs  Name = "job.lock_ids"

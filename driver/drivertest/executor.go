@@ -76,6 +76,50 @@ func testExecutor(t *testing.T, newDriver Factory) {
 		require.Equal(t, 1, one[0].Priority, "lowest priority value first")
 	})
 
+	t.Run("ClaimAfterKey", func(t *testing.T) {
+		ex := setup(t, newDriver).Executor()
+		// One insert: the jobs share available_at where the database
+		// stamps a statement once, so the id decides between them.
+		ids, err := ex.JobInsertMany(ctx, []driver.JobInsertParams{
+			job("q", "k", 1), job("q", "k", 1), job("q", "k", 1), job("q", "k", 2), job("q", "k", 2), job("other", "k", 1),
+		})
+		require.NoError(t, err)
+		// A job of a higher priority, inserted later, sorts before them all.
+		first, err := ex.JobInsertMany(ctx, []driver.JobInsertParams{job("q", "k", 0)})
+		require.NoError(t, err)
+		key := func(id int64) *driver.ClaimKey {
+			j, err := ex.JobGet(ctx, id)
+			require.NoError(t, err)
+			k := driver.KeyOf(j)
+			return &k
+		}
+		claimedIDs := func(jobs []*rowtype.JobRow) []int64 {
+			out := make([]int64, len(jobs))
+			for i, j := range jobs {
+				require.Equal(t, rowtype.StatusRunning, j.Status)
+				require.Equal(t, 1, j.Attempts)
+				out[i] = j.ID
+			}
+			return out
+		}
+		got, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "q", Max: 2, After: key(ids[1])})
+		require.NoError(t, err)
+		require.Equal(t, []int64{ids[2], ids[3]}, claimedIDs(got), "the two jobs after the key, in claim order")
+		for _, id := range []int64{ids[0], ids[1], first[0], ids[4]} {
+			j, err := ex.JobGet(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, rowtype.StatusPending, j.Status, "job %d is not after the key, or past the limit", id)
+		}
+		got, err = ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "q", Max: 10, After: key(ids[4])})
+		require.NoError(t, err)
+		require.Empty(t, got, "nothing sorts after the queue's last job")
+		// From before the head, a claim after a key takes what a claim
+		// from the head takes.
+		got, err = ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "q", Max: 10, After: &driver.ClaimKey{Priority: -1}})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []int64{first[0], ids[0], ids[1], ids[4]}, claimedIDs(got))
+	})
+
 	t.Run("FinishIsFencedOnAttempt", func(t *testing.T) {
 		ex := setup(t, newDriver).Executor()
 		_, err := ex.JobInsertMany(ctx, []driver.JobInsertParams{job("q", "k", 0)})

@@ -131,6 +131,17 @@ func newCatalog(flavor string, returning, certify bool) (*catalog.Catalog, error
 				" ORDER BY priority, available_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
 		},
 		catalog.Statement{
+			// job.claim_select from a key on. The key is spelt out column by
+			// column: MySQL and MariaDB read a row comparison (a, b, c) > (…)
+			// as a filter over the whole (queue, status) range, where this
+			// form is a range of the claim index that starts at the key.
+			Name: catalog.JobClaimSelectAfter, Table: jobs, Finds: catalog.JobsClaim, Locks: true, Claim: true,
+			SQL: "SELECT " + sqlexec.JobColumns + ", " + now + " FROM lockstep_jobs FORCE INDEX (lockstep_jobs_claim)" +
+				" WHERE queue = ? AND status = 'PENDING' AND available_at <= " + now +
+				" AND (priority > ? OR (priority = ? AND (available_at > ? OR (available_at = ? AND id > ?))))" +
+				" ORDER BY priority, available_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
+		},
+		catalog.Statement{
 			Name: catalog.JobClaimUpdate, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true, IDList: true,
 			SQL: byPK + "status = 'RUNNING', attempts = attempts + 1, started_at = ?, heartbeat_at = ?, claimed_by = ? WHERE id IN ({ids}) AND status = 'PENDING'",
 		},

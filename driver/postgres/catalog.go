@@ -105,6 +105,16 @@ func newCatalog() (*catalog.Catalog, error) {
 				" FROM picked WHERE j.id = picked.id RETURNING " + jcols,
 		},
 		catalog.Statement{
+			// job.claim from a key on: the row comparison is the claim
+			// index's own order, so the scan seeks to the key and reads on.
+			Name: catalog.JobClaimAfter, Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
+			SQL: "WITH picked AS (SELECT id FROM lockstep_jobs WHERE queue = $1 AND status = 'PENDING' AND available_at <= now()" +
+				" AND (priority, available_at, id) > ($4::smallint, $5::timestamptz, $6::bigint)" +
+				" ORDER BY priority, available_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)" +
+				" UPDATE lockstep_jobs j SET status = 'RUNNING', attempts = j.attempts + 1, started_at = now(), heartbeat_at = now(), claimed_by = $3" +
+				" FROM picked WHERE j.id = picked.id RETURNING " + jcols,
+		},
+		catalog.Statement{
 			Name: catalog.JobLockIDs, Table: jobs, Finds: catalog.JobsPrimary, Locks: true, IDList: true,
 			SQL: "SELECT id FROM lockstep_jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE",
 		},

@@ -89,6 +89,13 @@ func newCatalog() (*catalog.Catalog, error) {
 				" ORDER BY priority, available_at, id LIMIT ?2) RETURNING " + sqlexec.JobColumns,
 		},
 		catalog.Statement{
+			Name: catalog.JobClaimAfter, Table: jobs, Finds: catalog.JobsClaim, Changes: statusIndexes, Locks: true, Claim: true,
+			SQL: "UPDATE lockstep_jobs SET status = 'RUNNING', attempts = attempts + 1, started_at = " + now + ", heartbeat_at = " + now + ", claimed_by = ?3" +
+				" WHERE id IN (SELECT id FROM lockstep_jobs INDEXED BY lockstep_jobs_claim WHERE queue = ?1 AND status = 'PENDING' AND available_at <= " + now +
+				" AND (priority, available_at, id) > (?4, ?5, ?6)" +
+				" ORDER BY priority, available_at, id LIMIT ?2) RETURNING " + sqlexec.JobColumns,
+		},
+		catalog.Statement{
 			Name: catalog.JobFinishDone, Table: jobs, Finds: catalog.JobsPrimary, Changes: statusIndexes, Locks: true,
 			SQL: "UPDATE lockstep_jobs SET status = 'DONE', output = ?, finished_at = " + now + ", heartbeat_at = " + now + " WHERE id = ? AND status = 'RUNNING' AND attempts = ?",
 		},

@@ -12,15 +12,21 @@ import (
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
 
-// JobClaim takes up to Max ready jobs of a queue in one short transaction.
+// JobClaim takes up to Max ready jobs of a queue in one short transaction,
+// from the queue's head or, with After, from after that key. Both lock the
+// same way (claim-index entries and their rows in index order, SKIP
+// LOCKED, stopping at the limit); the second only starts further on.
 func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*rowtype.JobRow, error) {
 	if p.Max <= 0 {
 		return nil, nil
 	}
 	if e.caps().OneStatementClaim {
 		// One statement locks (SKIP LOCKED), updates and returns the rows.
-		st := e.cat().Get(catalog.JobClaim)
-		rows, err := e.query(ctx, e.q, st.Name, st.SQL, p.Queue, p.Max, keyArg(p.ProcessID))
+		st, args := e.cat().Get(catalog.JobClaim), []any{p.Queue, p.Max, keyArg(p.ProcessID)}
+		if k := p.After; k != nil {
+			st, args = e.cat().Get(catalog.JobClaimAfter), append(args, k.Priority, e.timeArg(k.AvailableAt), k.ID)
+		}
+		rows, err := e.query(ctx, e.q, st.Name, st.SQL, args...)
 		if err != nil {
 			return nil, e.wrap("claim", err)
 		}
@@ -36,7 +42,12 @@ func (e *Executor) JobClaim(ctx context.Context, p *driver.JobClaimParams) ([]*r
 	// with SKIP LOCKED, then move them to RUNNING by primary key.
 	var jobs []*rowtype.JobRow
 	err := e.inTx(ctx, func(q Querier) error {
-		rows, err := e.query(ctx, q, catalog.JobClaimSelect, e.cat().Get(catalog.JobClaimSelect).SQL, p.Queue, p.Max)
+		st, args := e.cat().Get(catalog.JobClaimSelect), []any{p.Queue, p.Max}
+		if k := p.After; k != nil {
+			at := e.timeArg(k.AvailableAt)
+			st, args = e.cat().Get(catalog.JobClaimSelectAfter), []any{p.Queue, k.Priority, k.Priority, at, at, k.ID, p.Max}
+		}
+		rows, err := e.query(ctx, q, st.Name, st.SQL, args...)
 		if err != nil {
 			return err
 		}
