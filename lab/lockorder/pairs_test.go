@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -425,6 +426,7 @@ type pairGroup struct {
 func pairGroups() []pairGroup {
 	return []pairGroup{
 		{"", func() []pair { return append(pairs(), limitPairs()...) }},
+		{" claim after", claimAfterPairs},
 		{" processes", processPairs},
 		{" bulk", bulkPairs},
 	}
@@ -887,4 +889,55 @@ func processPairs() []pair {
 		pair{a: processDelete, b: processPrune, bWaits: false, checkEnd: processRowIs("planguard-1", false)},
 	)
 	return out
+}
+
+// The claim after a key (a saturated queue's claim from where its previous
+// one ended): the same locks as the claim from the head, in the same
+// order, from a later place in the claim index.
+var (
+	// claimAfterHead starts before the queue's head, so it takes what the
+	// claim takes (999 and 1000) and meets every writer the claim meets.
+	claimAfterHead = op{name: "claim after a key before the head", run: func(ctx context.Context, ex driver.Executor) error {
+		_, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "default", Max: 2, After: &driver.ClaimKey{Priority: math.MinInt16}})
+		return err
+	}}
+	// claimPast999 starts after job 999, the head: it never reads 999's
+	// entry, so it neither takes nor waits for it.
+	claimPast999 = op{name: "claim after job 999's key", run: func(ctx context.Context, ex driver.Executor) error {
+		j, err := ex.JobGet(ctx, pendingA)
+		if err != nil {
+			return err
+		}
+		k := driver.KeyOf(j)
+		claimed, err := ex.JobClaim(ctx, &driver.JobClaimParams{Queue: "default", Max: 2, After: &k})
+		for _, c := range claimed {
+			if c.ID == pendingA {
+				return fmt.Errorf("a claim after job %d's key took job %d", pendingA, pendingA)
+			}
+		}
+		return err
+	}}
+)
+
+// claimAfterPairs are the claim's pairs with the claim after a key in its
+// place, the two claims against each other, and the claim past the head
+// against the head's cancel, which it does not meet.
+func claimAfterPairs() []pair {
+	var out []pair
+	for _, p := range pairs() {
+		switch {
+		case p.a.name == claim.name && p.b.name == claim.name:
+			out = append(out, pair{a: claimAfterHead, b: claim}, pair{a: claim, b: claimAfterHead}, pair{a: claimAfterHead, b: claimAfterHead})
+		case p.a.name == claim.name:
+			p.a = claimAfterHead
+			out = append(out, p)
+		case p.b.name == claim.name:
+			p.b = claimAfterHead
+			out = append(out, p)
+		}
+	}
+	return append(out,
+		pair{a: claimPast999, b: cancelJobPending, bWaits: false, checkEnd: finalIs(pendingA, rowtype.StatusCancelled)},
+		pair{a: cancelJobPending, b: claimPast999, bWaits: false, checkEnd: finalIs(pendingA, rowtype.StatusCancelled)},
+	)
 }

@@ -162,3 +162,46 @@ func TestGuardCatchesUnhintedWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardCatchesAClaimAfterReadFromTheHead: the claim after a key is
+// only worth having if the plan seeks to the key. With the key's columns
+// hidden from the optimizer (priority + 0), every server reads the claim
+// index from the queue's head, past the claimAfterDepth jobs before the
+// key, and the guard must say so on a queue with a backlog.
+func TestGuardCatchesAClaimAfterReadFromTheHead(t *testing.T) {
+	for _, srv := range []struct {
+		name   string
+		open   func(*testing.T) driver.Driver
+		stmt   catalog.Name
+		from   string
+		broken string
+	}{
+		{"MariaDB", openMariaDB, catalog.JobClaimSelectAfter, "(priority > ? OR (priority = ?", "(priority + 0 > ? OR (priority + 0 = ?"},
+		{"OracleMySQL", openOracleMySQL, catalog.JobClaimSelectAfter, "(priority > ? OR (priority = ?", "(priority + 0 > ? OR (priority + 0 = ?"},
+		{"PostgreSQL", openPostgres, catalog.JobClaimAfter, "(priority, available_at, id) >", "(priority + 0, available_at, id) >"},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			drv := srv.open(t)
+			st := drv.Catalog().Get(srv.stmt)
+			require.Contains(t, st.SQL, srv.from)
+			st.SQL = strings.Replace(st.SQL, srv.from, srv.broken, 1)
+			broken, err := drv.Catalog().With(st)
+			require.NoError(t, err)
+			opts := planguard.Options{Catalog: broken, Statements: []string{string(srv.stmt)}}
+			rep, err := planguard.CheckDistributions(context.Background(), drv, []planguard.Distribution{planguard.Backlog()}, opts)
+			require.NoError(t, err)
+			logReport(t, rep)
+			failed := rep.FailureLines()
+			require.NotEmpty(t, failed, "the guard passed a claim after a key that reads from the queue's head")
+			for _, f := range failed {
+				require.Contains(t, f, "index entries for LIMIT")
+			}
+			// The catalogue's own statement passes on the same data.
+			opts.Catalog = nil
+			rep, err = planguard.CheckDistributions(context.Background(), drv, []planguard.Distribution{planguard.Backlog()}, opts)
+			require.NoError(t, err)
+			require.Empty(t, rep.FailureLines())
+		})
+	}
+}

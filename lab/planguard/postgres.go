@@ -49,7 +49,10 @@ type pgNode struct {
 	PlanRows     float64  `json:"Plan Rows"`
 	ActualRows   *float64 `json:"Actual Rows"`
 	ActualLoops  *float64 `json:"Actual Loops"`
-	Plans        []pgNode `json:"Plans"`
+	// Rows read and dropped by a filter the index did not apply: entries
+	// the scan read all the same.
+	RemovedByFilter float64  `json:"Rows Removed by Filter"`
+	Plans           []pgNode `json:"Plans"`
 }
 
 func (postgresDialect) jsonPlan(ctx context.Context, q querier, query string, args []any) (Plan, error) {
@@ -81,7 +84,7 @@ func walkPostgres(n pgNode, plan *Plan) {
 	if n.RelationName != "" && strings.HasSuffix(n.NodeType, "Scan") {
 		a := Access{Table: n.RelationName, Method: n.NodeType, Index: n.IndexName, Rows: n.PlanRows, ReadRows: -1}
 		if n.ActualRows != nil {
-			a.ReadRows = *n.ActualRows
+			a.ReadRows = *n.ActualRows + n.RemovedByFilter
 			if n.ActualLoops != nil && *n.ActualLoops > 1 {
 				a.ReadRows *= *n.ActualLoops
 			}

@@ -16,7 +16,10 @@ import (
 // reads (pages and counts) of the CLI and the dashboard.
 const (
 	claimLimit = 10
-	pageLimit  = 50
+	// claimAfterDepth is how far into the queue a claim after a key
+	// starts: past a head that a plan reading from it would betray.
+	claimAfterDepth = 500
+	pageLimit       = 50
 	// pageSearch is a search of the job page: a LIKE over every row of
 	// its window, which must not change the window's access path.
 	pageSearch = "%planguard%"
@@ -31,9 +34,14 @@ const (
 // under test, so that the optimizer sees the selectivity the queue's own
 // calls would present.
 type probe struct {
-	queue      string
-	pendingID  int64   // the first PENDING job
-	claimIDs   []int64 // what a claim of claimLimit would take from queue
+	queue     string
+	pendingID int64   // the first PENDING job
+	claimIDs  []int64 // what a claim of claimLimit would take from queue
+	// claimAfter is the claim-order key (priority, available_at as the
+	// database returns it, id) of a PENDING job of queue claimAfterDepth
+	// jobs from its head, or the head's when the queue is shorter: a
+	// claim after it that read from the head would read them all.
+	claimAfter []any
 	runID      int64   // the run of the first live job that has one
 	liveIDs    []int64 // that run's PENDING and RUNNING jobs
 	running    []int64 // RUNNING jobs, with the attempt of the first
@@ -83,6 +91,21 @@ func discover(ctx context.Context, db *sql.DB, d dialect) (*probe, error) {
 			return nil, fmt.Errorf("discover claim: %w", err)
 		}
 		p.claimIDs = ids
+		for _, offset := range []int{claimAfterDepth, 0} {
+			var prio int
+			var at any
+			var id int64
+			err := db.QueryRowContext(ctx, d.rebind(fmt.Sprintf("SELECT priority, available_at, id FROM lockstep_jobs WHERE queue = ? AND status = 'PENDING'"+
+				" ORDER BY priority, available_at, id LIMIT 1 OFFSET %d", offset)), p.queue).Scan(&prio, &at, &id)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("discover claim key: %w", err)
+			}
+			p.claimAfter = []any{prio, at, id}
+			break
+		}
 	}
 	var run sql.NullInt64
 	if err := one("SELECT run_id FROM lockstep_jobs WHERE status IN ('PENDING', 'RUNNING') AND run_id IS NOT NULL ORDER BY id LIMIT 1", &run); err != nil {
@@ -315,6 +338,15 @@ func bind(cat *catalog.Catalog, st catalog.Statement, variant string, p *probe) 
 			return plain(p.queue, claimLimit)
 		}
 		return plain(p.queue, claimLimit, "planguard-1")
+	case catalog.JobClaimAfter, catalog.JobClaimSelectAfter:
+		if len(p.claimAfter) == 0 {
+			return "", nil, "no PENDING job in the data", nil
+		}
+		prio, at, id := p.claimAfter[0], p.claimAfter[1], p.claimAfter[2]
+		if st.Name == catalog.JobClaimSelectAfter {
+			return plain(p.queue, prio, prio, at, at, id, claimLimit)
+		}
+		return plain(p.queue, claimLimit, "planguard-1", prio, at, id)
 	case catalog.JobClaimUpdate:
 		ids, skip := list(p.claimIDs, "PENDING")
 		return withIDs(ids, skip, now, now, "planguard-1")
