@@ -413,7 +413,25 @@ func (a *actors) deadClaim(ctx context.Context, rng *rand.Rand, d *deadWorker) (
 	n := 1 + rng.IntN(2)
 	i := rng.IntN(len(a.s.queues) + len(a.s.limited))
 	if i < len(a.s.queues) {
-		return d.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: a.s.queues[i], Max: n})
+		// Half its claims start after the last key its previous claim of
+		// the queue took, as a saturated queue's producer claims: the
+		// claim after a key meets every other writer too.
+		queue := a.s.queues[i]
+		p := &driver.JobClaimParams{Queue: queue, Max: n}
+		if k, ok := d.after[queue]; ok && rng.IntN(2) == 0 {
+			p.After = &k
+		}
+		jobs, err := d.exec.JobClaim(ctx, p)
+		if err == nil && p.After != nil {
+			d.ledger.claimedAfterKey()
+		}
+		if err == nil && len(jobs) == n {
+			last := driver.KeyOf(slices.MaxFunc(jobs, func(a, b *rowtype.JobRow) int { return driver.KeyOf(a).Compare(driver.KeyOf(b)) }))
+			d.after[queue] = last
+		} else {
+			delete(d.after, queue)
+		}
+		return jobs, err
 	}
 	q := a.s.limited[i-len(a.s.queues)]
 	c, err := d.exec.JobClaimLimited(ctx, &driver.JobClaimParams{Queue: q.name, Max: n, Limits: q.limits, Grace: a.s.cfg.ReapAfter})
@@ -437,6 +455,9 @@ type deadWorker struct {
 	exec      driver.Executor
 	ledger    *ledger
 	abandoned []abandoned // claims not yet finished late or let go
+	// after is, per plain queue, the last key of the previous claim when
+	// it took all it asked for.
+	after map[string]driver.ClaimKey
 }
 
 // abandoned is a claim the dead worker abandoned.

@@ -147,6 +147,7 @@ func (s *soak) check(res *Result, jobs []*rowtype.JobRow, audit map[int64][]tran
 	res.BulkBatches, res.BulkPreviews = l.bulkBatches, l.bulkPreviews
 	res.Searches, res.SearchesIndexed = l.searches, l.searchesIndexed
 	res.Processes, res.ClaimsNamed = len(l.processes), l.claimsNamed
+	res.ClaimsAfterKey = l.claimsAfterKey
 	res.JobCancelsRequested, res.JobCancelsApplied = len(l.jobCancelTried), len(l.jobCancelApplied)
 	res.Executions = l.execCount
 	if secs := (res.Load + res.Drain).Seconds(); secs > 0 {

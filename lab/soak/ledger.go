@@ -83,7 +83,10 @@ type ledger struct {
 	processOf map[int]string
 	// claimsNamed counts executions whose job's claimed_by named the
 	// executing pool's registered process.
-	claimsNamed    int
+	claimsNamed int
+	// claimsAfterKey counts the dead worker's claims that started after
+	// the last key of its previous claim (job.claim_after).
+	claimsAfterKey int
 	runCancelDone  map[int64]time.Time
 	runsCancelled  int
 	enqueueRefused int // into a run already cancelled
@@ -399,4 +402,11 @@ func (l *ledger) executions() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.execCount
+}
+
+// claimedAfterKey records a claim after a key that committed.
+func (l *ledger) claimedAfterKey() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.claimsAfterKey++
 }

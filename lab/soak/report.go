@@ -51,6 +51,10 @@ type Result struct {
 	// executing pool's process.
 	Processes   int `json:"processes_registered"`
 	ClaimsNamed int `json:"claims_naming_their_process"`
+	// ClaimsAfterKey counts the dead worker's claims that started after
+	// the last key its previous claim of the queue took (the saturated
+	// queue's claim); the pools' producers make them too, uncounted.
+	ClaimsAfterKey int `json:"claims_after_a_key"`
 	// HistoryDone is the done count of the history rollup after the drain,
 	// checked per queue against what the pools reported.
 	HistoryDone    int64 `json:"history_done"`
@@ -206,6 +210,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("history", "%d done in the rollup, as the pools reported per queue", r.HistoryDone)
 	row("executions", "%d (%.1f/s), %d claims", r.Executions, r.ExecutionsPerSecond, r.Claims)
 	row("processes", "%d registered; %d executions' claimed_by named their process", r.Processes, r.ClaimsNamed)
+	row("claims after a key", "%d (the dead worker's)", r.ClaimsAfterKey)
 	row("retries", "%d", r.Retries)
 	row("snoozes", "%d", r.Snoozes)
 	row("reaps", "%d (%d to FAILED, %d of live workers)", r.Reaps, r.ReapsToFailed, r.LiveReaps)

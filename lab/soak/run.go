@@ -148,7 +148,7 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	s.dead = &deadWorker{drv: s.own, exec: s.own.Executor(), ledger: s.ledger}
+	s.dead = &deadWorker{drv: s.own, exec: s.own.Executor(), ledger: s.ledger, after: map[string]driver.ClaimKey{}}
 	s.progress("started: %s %s, isolation %s, %d pools × %d workers × %d queues (and %d limited), load for %s",
 		res.Dialect, res.Server, res.Isolation, s.cfg.Pools, s.cfg.Workers, len(s.queues), len(s.limited), s.cfg.Duration)
 

@@ -248,6 +248,7 @@ func soakTarget(t *testing.T, tg target, seed uint64) {
 	}
 	require.Positive(t, res.Processes, "processes registered")
 	require.Positive(t, res.ClaimsNamed, "claims naming their process")
+	require.Positive(t, res.ClaimsAfterKey, "claims after a key")
 	require.Positive(t, res.EnqueueRefused, "enqueues into a cancelled run, refused")
 	require.Positive(t, res.JobCancelsApplied, "job cancels")
 	require.Positive(t, res.CancelledRunning, "cancels of running jobs")
