@@ -49,6 +49,14 @@ type Config struct {
 	// followed by another as soon as a slot frees; after one that found
 	// some work the next poll is MinPollInterval away; each poll that finds
 	// nothing doubles that, up to PollInterval. Default 1s.
+	//
+	// While a queue is saturated (each claim takes every job it asks
+	// for) its claims start after the last job the previous one took,
+	// so that they do not read again the index entries of jobs already
+	// claimed, which a long transaction elsewhere keeps; a claim from
+	// the queue's head still runs at least every PollInterval. A job that
+	// sorts before the last one claimed — a higher priority inserted
+	// while the queue is saturated — therefore waits up to PollInterval.
 	PollInterval time.Duration
 	// MinPollInterval is the poll interval while work keeps coming: the
 	// longest a job enqueued by another process waits, when no wake-up
