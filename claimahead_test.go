@@ -70,3 +70,16 @@ func TestClaimedAheadCancelledWhileWaiting(t *testing.T) {
 type aheadArgs struct{}
 
 func (aheadArgs) Kind() string { return "ahead" }
+
+// headEvery: a saturated queue claims from its head every PollInterval
+// while that is cheap, and keeps those claims to a tenth of its claiming
+// time once they have grown slow.
+func TestHeadEvery(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	require.Equal(t, time.Second, headEvery(time.Second, 2*ms), "cheap: PollInterval")
+	require.Equal(t, 20*ms, headEvery(20*ms, ms), "cheap: PollInterval")
+	require.Equal(t, 800*ms, headEvery(20*ms, 80*ms), "slow: ten times as long as it took")
+	require.Equal(t, 5*time.Second, headEvery(time.Second, 500*ms), "slow: ten times as long as it took")
+	require.Equal(t, 20*ms, headEvery(20*ms, 0), "none yet")
+}

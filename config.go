@@ -54,9 +54,10 @@ type Config struct {
 	// for) its claims start after the last job the previous one took,
 	// so that they do not read again the index entries of jobs already
 	// claimed, which a long transaction elsewhere keeps; a claim from
-	// the queue's head still runs at least every PollInterval. A job that
-	// sorts before the last one claimed — a higher priority inserted
-	// while the queue is saturated — therefore waits up to PollInterval.
+	// the queue's head still runs every PollInterval, or, once such
+	// claims have grown slow, ten times as long as the last one took. A
+	// job that sorts before the last one claimed — a higher priority
+	// inserted while the queue is saturated — waits up to that long.
 	PollInterval time.Duration
 	// MinPollInterval is the poll interval while work keeps coming: the
 	// longest a job enqueued by another process waits, when no wake-up

@@ -95,13 +95,14 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	// before, which a snapshot held open elsewhere (a long transaction,
 	// a backup) keeps there, dead, until it ends: a claim from the head
 	// would read them all, every time. A claim from the head still runs
-	// at least every PollInterval (fromHead is the last), and whenever
-	// the previous claim came back short, so that a job sorting before
-	// the key — a higher priority inserted meanwhile, a row another
-	// transaction held while the claim skipped it — waits that long at
-	// most.
+	// whenever the previous claim came back short, and while the queue
+	// stays saturated once per headEvery (fromHead is the last), so that
+	// a job sorting before the key — a higher priority inserted
+	// meanwhile, a row another transaction held while the claim skipped
+	// it — waits that long at most.
 	var after *driver.ClaimKey
 	var fromHead time.Time
+	var headTook time.Duration // how long the last claim from the head took
 	for {
 		// Drain finished jobs before deciding how many to claim.
 		for drained := false; !drained; {
@@ -143,10 +144,9 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			var limited *driver.LimitedClaim
 			lim := c.queueLimits(p.queue)
 			claim := &driver.JobClaimParams{Queue: p.queue, Max: free, ProcessID: c.processID}
-			if after != nil && began.Sub(fromHead) < c.cfg.PollInterval {
+			fromTheHead := after == nil || began.Sub(fromHead) >= headEvery(c.cfg.PollInterval, headTook)
+			if !fromTheHead {
 				claim.After = after
-			} else {
-				fromHead = began
 			}
 			err := c.retryDB(fetchCtx, "claim", func(ctx context.Context) error {
 				var err error
@@ -207,6 +207,9 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 				interval = min(interval*2, c.cfg.PollInterval)
 			}
 			ahead = aheadOf(err == nil && len(jobs) == free, lim.Any(), limit, jobTime, time.Since(began))
+			if fromTheHead {
+				fromHead, headTook = began, time.Since(began)
+			}
 			after = nil
 			if err == nil && len(jobs) == free && !lim.Any() {
 				last := driver.KeyOf(slices.MaxFunc(jobs, func(a, b *JobRow) int { return driver.KeyOf(a).Compare(driver.KeyOf(b)) }))
@@ -264,6 +267,20 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			polled = true
 		}
 	}
+}
+
+// headShare is the most of a saturated queue's claiming time that its
+// claims from the head may take: one in headShare⁻¹ of it.
+const headShare = 10
+
+// headEvery is how often a saturated queue claims from its head: every
+// PollInterval, or, when a claim from the head has grown slow — a
+// snapshot held elsewhere keeps the entries of every job claimed since it
+// began at the head of the claim index — seldom enough that those claims
+// take at most a tenth of the time: headShare times as long as the last
+// one took.
+func headEvery(poll, headTook time.Duration) time.Duration {
+	return max(poll, headShare*headTook)
 }
 
 // aheadOf is how many jobs the next claim may take beyond the queue's
