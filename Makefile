@@ -117,6 +117,13 @@ bench: deps bench-build
 	@cat $(BENCH_OUT)/latency.md
 	$(BENCH) topology > $(BENCH_OUT)/topology.md
 	@cat $(BENCH_OUT)/topology.md
+	$(BENCH) sweep --workers 10,100,1000 > $(BENCH_OUT)/sweep.md
+	@cat $(BENCH_OUT)/sweep.md
+	$(BENCH) throughput --systems lockstep-postgres,river-postgres,lockstep-mariadb,lockstep-mysql --mode continuous \
+	  --reps 1 --duration 60s --warmup 5s --hold-snapshot 10m --hold-sample 5s --chart $(BENCH_OUT)/hold-snapshot.svg > $(BENCH_OUT)/hold-snapshot.md
+	@cat $(BENCH_OUT)/hold-snapshot.md
+	$(BENCH) retained --retained 10000000 > $(BENCH_OUT)/retained.md
+	@cat $(BENCH_OUT)/retained.md
 
 # gofmt, vet and tests of the bench module: the root's `go vet ./...` does
 # not descend into a nested module.
@@ -141,5 +148,7 @@ bench-smoke: deps bench-check bench-build
 	$(BENCH) --log-level warn depth --depths 1000 --claims 20 --lock-samples 1
 	$(BENCH) --log-level warn latency --rates 20,200 --duration 1s --tuned-min-poll 0
 	$(BENCH) --log-level warn waiting --reps 1 --jobs 500 --waiting 2000
+	$(BENCH) --log-level warn retained --systems lockstep-postgres,river-postgres,lockstep-mariadb,lockstep-mysql \
+	  --retained 2000 --duration 1s --warmup 500ms --backlog 500
 	$(BENCH) --log-level warn limits --reps 1 --jobs 500 --rate-jobs 300 --keys 100 --serial-jobs 500
 	$(BENCH) --log-level warn topology --reps 1 --jobs 300

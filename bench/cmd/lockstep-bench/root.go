@@ -80,6 +80,7 @@ func newRoot(stdout, stderr io.Writer) *root {
 		newDepthCmd(r),
 		newLatencyCmd(r),
 		newWaitingCmd(r),
+		newRetainedCmd(r),
 		newLimitsCmd(r),
 		newTopologyCmd(r),
 	)

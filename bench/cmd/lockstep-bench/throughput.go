@@ -105,6 +105,7 @@ over River's, pair by pair (same repetition).`,
 		"report statements and log volume per job (pg_stat_statements, SHOW GLOBAL STATUS)")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a run's work phase may take")
 	f.IntVar(&cfg.Waiting, "waiting", 0, "WAITING workflow jobs put in each lockstep system's table before its run")
+	f.IntVar(&cfg.Retained, "retained", 0, "finished jobs put in each system's table before its run (a table that keeps its history; not lockstep-sqlite)")
 	f.DurationVar(&cfg.HoldSnapshot, "hold-snapshot", 0,
 		"continuous: after --duration, hold a REPEATABLE READ transaction (InnoDB: a read view) open on the system's database for this long, "+
 			"then measure --duration more; reports jobs/s, claim latency and dead tuples or history length over time")

@@ -3,23 +3,12 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-queue/lockstep/bench/internal/throughput"
 )
-
-// waitingRow is one repetition of one system: its claim throughput on a
-// table without WAITING jobs and on one with them, measured back to back.
-type waitingRow struct {
-	System  string  `json:"system"`
-	Rep     int     `json:"rep"`
-	Without float64 `json:"jobs_per_sec_without"`
-	With    float64 `json:"jobs_per_sec_with"`
-	Ratio   float64 `json:"ratio"`
-}
 
 func newWaitingCmd(r *root) *cobra.Command {
 	cfg := throughput.DefaultConfig()
@@ -58,29 +47,9 @@ PENDING, so they should cost nothing; the table shows each pair's ratio.`,
 			}
 			cfg.Logger = r.Logger()
 			cfg.ClientLogger = slog.New(levelFilter{r.Logger().With("from", "queue").Handler(), slog.LevelWarn})
-			reps := cfg.Reps
-			cfg.Reps = 1
-			var rows []waitingRow
-			for rep := 1; rep <= reps; rep++ {
-				for _, system := range list {
-					row := waitingRow{System: system, Rep: rep}
-					for _, n := range []int{0, waiting} {
-						c := cfg
-						c.Systems, c.Waiting = []string{system}, n
-						rep, err := throughput.Run(ctx, set, c)
-						if err != nil {
-							return fmt.Errorf("%s with %d waiting: %w", system, n, err)
-						}
-						jps := rep.Runs[0].JobsPerSec
-						if n == 0 {
-							row.Without = jps
-						} else {
-							row.With = jps
-						}
-					}
-					row.Ratio = row.With / row.Without
-					rows = append(rows, row)
-				}
+			rows, err := runPairs(ctx, set, cfg, list, cfg.Reps, fmt.Sprintf("%d waiting", waiting), func(c *throughput.Config) { c.Waiting = waiting })
+			if err != nil {
+				return err
 			}
 			if r.JSON() {
 				return r.writeJSON(rows)
@@ -98,27 +67,11 @@ PENDING, so they should cost nothing; the table shows each pair's ratio.`,
 	return cmd
 }
 
-func writeWaiting(r *root, jobs, waiting int, rows []waitingRow) error {
+func writeWaiting(r *root, jobs, waiting int, rows []pairRow) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Claim throughput with %d WAITING jobs in the table\n\n", waiting)
 	fmt.Fprintf(&b, "Burn-down of %d no-op jobs, on a fresh database each, without and then with the WAITING jobs.\n\n", jobs)
-	b.WriteString("| system | rep | jobs/s without | jobs/s with | with / without |\n|---|--:|--:|--:|--:|\n")
-	by := map[string][]float64{}
-	for _, x := range rows {
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f |\n", x.System, x.Rep, x.Without, x.With, x.Ratio)
-		by[x.System] = append(by[x.System], x.Ratio)
-	}
-	b.WriteString("\n| system | median with / without |\n|---|--:|\n")
-	var names []string
-	for s := range by {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	for _, s := range names {
-		v := by[s]
-		sort.Float64s(v)
-		fmt.Fprintf(&b, "| %s | %.2f |\n", s, v[len(v)/2])
-	}
+	writePairs(&b, rows, 0)
 	_, err := fmt.Fprint(r.stdout, b.String())
 	return err
 }
