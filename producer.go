@@ -269,8 +269,8 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 	}
 }
 
-// headShare is the most of a saturated queue's claiming time that its
-// claims from the head may take: one in headShare⁻¹ of it.
+// headShare bounds a saturated queue's claims from the head to one
+// headShare-th of its claiming time (see headEvery).
 const headShare = 10
 
 // headEvery is how often a saturated queue claims from its head: every
