@@ -49,6 +49,27 @@ func (c *claimStatements) count(after bool) int {
 	return n
 }
 
+// startSaturated enqueues jobs steppedArgs N = 1…jobs at priority 2 and
+// starts a client of cfg serving the default queue with maxWorkers, its
+// producers' claim statements recorded; the client is stopped at the end
+// of the test.
+func startSaturated(ctx context.Context, t *testing.T, drv driver.Driver, cfg lockstep.Config, maxWorkers, jobs int) (*lockstep.Client, *claimStatements) {
+	t.Helper()
+	cfg.Queues = map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: maxWorkers}}
+	c := quietClient(t, drv, cfg)
+	claims := &claimStatements{}
+	c.SetClaimTrace(claims.trace())
+	params := make([]lockstep.InsertManyParams, jobs)
+	for i := range params {
+		params[i] = lockstep.InsertManyParams{Args: steppedArgs{N: i + 1}, Opts: &lockstep.InsertOpts{Priority: 2}}
+	}
+	_, err := c.InsertMany(ctx, params)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c, claims
+}
+
 // TestSaturatedQueueClaimsAfterItsLastKey: while every claim takes all it
 // asks for, the next starts after the last job the previous one took, so a
 // job inserted meanwhile that sorts before that key (a higher priority) is
@@ -74,24 +95,11 @@ func TestSaturatedQueueClaimsAfterItsLastKey(t *testing.T) {
 				return ctx.Err()
 			}
 		}))
-		c := quietClient(t, drv, lockstep.Config{
-			Workers: ws, PollInterval: time.Hour,
-			Queues: map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: 1}},
-		})
-		var claims claimStatements
-		c.SetClaimTrace(claims.trace())
-		params := make([]lockstep.InsertManyParams, jobs)
-		for i := range params {
-			params[i] = lockstep.InsertManyParams{Args: steppedArgs{N: i + 1}, Opts: &lockstep.InsertOpts{Priority: 2}}
-		}
-		_, err := c.InsertMany(ctx, params)
-		require.NoError(t, err)
-		require.NoError(t, c.Start(ctx))
-		defer func() { _ = c.Stop(context.Background()) }()
+		c, claims := startSaturated(ctx, t, drv, lockstep.Config{Workers: ws, PollInterval: time.Hour}, 1, jobs)
 		var order []int
 		order = append(order, <-started)
 		// Job 0 sorts before every job of priority 2.
-		_, err = c.Insert(ctx, steppedArgs{N: 0}, &lockstep.InsertOpts{Priority: 1})
+		_, err := c.Insert(ctx, steppedArgs{N: 0}, &lockstep.InsertOpts{Priority: 1})
 		require.NoError(t, err)
 		for len(order) < jobs+1 {
 			step <- struct{}{}
@@ -137,22 +145,9 @@ func TestSaturatedQueueClaimsFromTheHeadEveryPollInterval(t *testing.T) {
 			done.Add(1)
 			return nil
 		}))
-		c := quietClient(t, drv, lockstep.Config{
-			Workers: ws, PollInterval: 50 * time.Millisecond, MinPollInterval: 10 * time.Millisecond,
-			Queues: map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: 2}},
-		})
-		var claims claimStatements
-		c.SetClaimTrace(claims.trace())
-		params := make([]lockstep.InsertManyParams, jobs)
-		for i := range params {
-			params[i] = lockstep.InsertManyParams{Args: steppedArgs{N: i + 1}, Opts: &lockstep.InsertOpts{Priority: 2}}
-		}
-		_, err := c.InsertMany(ctx, params)
-		require.NoError(t, err)
-		require.NoError(t, c.Start(ctx))
-		defer func() { _ = c.Stop(context.Background()) }()
+		c, claims := startSaturated(ctx, t, drv, lockstep.Config{Workers: ws, PollInterval: 50 * time.Millisecond, MinPollInterval: 10 * time.Millisecond}, 2, jobs)
 		<-first
-		_, err = c.Insert(ctx, steppedArgs{N: 0}, &lockstep.InsertOpts{Priority: 1})
+		_, err := c.Insert(ctx, steppedArgs{N: 0}, &lockstep.InsertOpts{Priority: 1})
 		require.NoError(t, err)
 		var before int64
 		select {

@@ -3,7 +3,6 @@ package lockstep
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -212,7 +211,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 			}
 			after = nil
 			if err == nil && len(jobs) == free && !lim.Any() {
-				last := driver.KeyOf(slices.MaxFunc(jobs, func(a, b *JobRow) int { return driver.KeyOf(a).Compare(driver.KeyOf(b)) }))
+				last := driver.LastKey(jobs)
 				after = &last
 			}
 			for _, j := range jobs {

@@ -84,7 +84,7 @@ func BenchmarkPages(b *testing.B) {
 			b.Logf("loaded 1,000,000 jobs in %s", time.Since(start).Round(time.Second))
 			if retained > 0 {
 				start = time.Now()
-				if err := appendDone(ctx, drv, retained); err != nil {
+				if err := planguard.AppendDone(ctx, drv, "q1", "planguard", retained); err != nil {
 					b.Fatal(err)
 				}
 				b.Logf("appended %d DONE jobs in %s", retained, time.Since(start).Round(time.Second))
@@ -169,32 +169,4 @@ func benchPage(b *testing.B, s http.Handler, path, want string) {
 			b.Fatalf("GET %s: the page lacks %q", path, want)
 		}
 	}
-}
-
-// appendDone inserts n DONE jobs after every existing one, 100,000 to a
-// statement, and refreshes the table's statistics.
-func appendDone(ctx context.Context, drv driver.Driver, n int) error {
-	const chunk = 100_000
-	var q, settle string
-	if drv.Dialect() == "postgres" {
-		q = "INSERT INTO lockstep_jobs (queue, kind, args, status, attempts, max_attempts, available_at, started_at, heartbeat_at, finished_at, created_at)" +
-			" SELECT 'q1', 'planguard', '{}', 'DONE', 1, 25, t, t, t, t, t FROM generate_series(1, %d), (SELECT now() - interval '1 hour' AS t) x"
-		settle = "VACUUM (ANALYZE) lockstep_jobs"
-	} else {
-		digits := "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
-		q = "INSERT INTO lockstep_jobs (queue, kind, args, status, attempts, max_attempts, available_at, started_at, heartbeat_at, finished_at, created_at, error_history)" +
-			" SELECT 'q1', 'planguard', '{}', 'DONE', 1, 25, t, t, t, t, t, '[]' FROM " +
-			digits + " d0, " + digits + " d1, " + digits + " d2, " + digits + " d3, " + digits + " d4" +
-			", (SELECT UTC_TIMESTAMP(6) - INTERVAL 1 HOUR AS t) x LIMIT %d"
-		settle = "ANALYZE TABLE lockstep_jobs"
-	}
-	for n > 0 {
-		k := min(n, chunk)
-		if _, err := drv.DB().ExecContext(ctx, fmt.Sprintf(q, k)); err != nil {
-			return fmt.Errorf("append DONE jobs: %w", err)
-		}
-		n -= k
-	}
-	_, err := drv.DB().ExecContext(ctx, settle)
-	return err
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/lockstep-queue/lockstep/driver/catalog"
@@ -136,6 +137,12 @@ type ClaimKey struct {
 // KeyOf is j's place in the claim order.
 func KeyOf(j *rowtype.JobRow) ClaimKey {
 	return ClaimKey{Priority: j.Priority, AvailableAt: j.AvailableAt, ID: j.ID}
+}
+
+// LastKey is the place in the claim order of the last of jobs (at least
+// one): where a claim after them starts.
+func LastKey(jobs []*rowtype.JobRow) ClaimKey {
+	return KeyOf(slices.MaxFunc(jobs, func(a, b *rowtype.JobRow) int { return KeyOf(a).Compare(KeyOf(b)) }))
 }
 
 // Compare orders two keys as the claim does: -1, 0 or +1.

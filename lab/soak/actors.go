@@ -426,8 +426,7 @@ func (a *actors) deadClaim(ctx context.Context, rng *rand.Rand, d *deadWorker) (
 			d.ledger.claimedAfterKey()
 		}
 		if err == nil && len(jobs) == n {
-			last := driver.KeyOf(slices.MaxFunc(jobs, func(a, b *rowtype.JobRow) int { return driver.KeyOf(a).Compare(driver.KeyOf(b)) }))
-			d.after[queue] = last
+			d.after[queue] = driver.LastKey(jobs)
 		} else {
 			delete(d.after, queue)
 		}

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 
-	"github.com/lockstep-queue/lockstep/bench/internal/servers"
 	"github.com/lockstep-queue/lockstep/bench/internal/throughput"
 )
 
@@ -21,10 +21,18 @@ type pairRow struct {
 	Ratio   float64 `json:"ratio"`
 }
 
-// runPairs runs each system of list reps times, a run without and a run
-// with, the second configured by with; systems alternate within a
-// repetition.
-func runPairs(ctx context.Context, set *servers.Set, cfg throughput.Config, list []string, reps int, what string, with func(*throughput.Config)) ([]pairRow, error) {
+// runPairs runs each system of list cfg.Reps times, a run without and a
+// run with, the second configured by with; systems alternate within a
+// repetition. It starts the servers and routes the systems' logs (warnings
+// and above) to r's logger.
+func runPairs(ctx context.Context, r *root, cfg throughput.Config, list []string, what string, with func(*throughput.Config)) ([]pairRow, error) {
+	set, err := r.Servers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger = r.Logger()
+	cfg.ClientLogger = slog.New(levelFilter{r.Logger().With("from", "queue").Handler(), slog.LevelWarn})
+	reps := cfg.Reps
 	cfg.Reps = 1
 	var rows []pairRow
 	for rep := 1; rep <= reps; rep++ {

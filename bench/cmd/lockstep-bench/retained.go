@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,13 +39,7 @@ keeping 85 % of the empty-table throughput.`,
 			if retained <= 0 {
 				return fmt.Errorf("--retained must be positive, got %d", retained)
 			}
-			set, err := r.Servers(ctx)
-			if err != nil {
-				return err
-			}
-			cfg.Logger = r.Logger()
-			cfg.ClientLogger = slog.New(levelFilter{r.Logger().With("from", "queue").Handler(), slog.LevelWarn})
-			rows, err := runPairs(ctx, set, cfg, list, cfg.Reps, fmt.Sprintf("%d retained", retained), func(c *throughput.Config) { c.Retained = retained })
+			rows, err := runPairs(ctx, r, cfg, list, fmt.Sprintf("%d retained", retained), func(c *throughput.Config) { c.Retained = retained })
 			if err != nil {
 				return err
 			}

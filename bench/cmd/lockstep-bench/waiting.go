@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,13 +40,7 @@ PENDING, so they should cost nothing; the table shows each pair's ratio.`,
 			if waiting <= 0 {
 				return fmt.Errorf("--waiting must be positive, got %d", waiting)
 			}
-			set, err := r.Servers(ctx)
-			if err != nil {
-				return err
-			}
-			cfg.Logger = r.Logger()
-			cfg.ClientLogger = slog.New(levelFilter{r.Logger().With("from", "queue").Handler(), slog.LevelWarn})
-			rows, err := runPairs(ctx, set, cfg, list, cfg.Reps, fmt.Sprintf("%d waiting", waiting), func(c *throughput.Config) { c.Waiting = waiting })
+			rows, err := runPairs(ctx, r, cfg, list, fmt.Sprintf("%d waiting", waiting), func(c *throughput.Config) { c.Waiting = waiting })
 			if err != nil {
 				return err
 			}

@@ -3,10 +3,12 @@ package throughput
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/lockstep-queue/lockstep"
+	"github.com/lockstep-queue/lockstep/lab/planguard"
 )
 
 // retainChunk is how many finished jobs one statement of retain inserts.
@@ -23,29 +25,7 @@ type retainer interface {
 }
 
 func (l *lockstepInstance) retain(ctx context.Context, n int) error {
-	var q, settle string
-	switch d := l.drv.Dialect(); d {
-	case "postgres":
-		q = "INSERT INTO lockstep_jobs (queue, kind, args, status, attempts, max_attempts, available_at, started_at, heartbeat_at, finished_at, created_at)" +
-			" SELECT 'default', 'benchmark', '{}', 'DONE', 1, 25, t, t, t, t, t FROM generate_series(1, %d), (SELECT now() - interval '1 hour' AS t) x"
-		settle = "VACUUM (ANALYZE) lockstep_jobs"
-	case "mysql":
-		q = "INSERT INTO lockstep_jobs (queue, kind, args, status, attempts, max_attempts, available_at, started_at, heartbeat_at, finished_at, created_at, error_history)" +
-			" SELECT 'default', 'benchmark', '{}', 'DONE', 1, 25, t, t, t, t, t, '[]' FROM " + digitRows(5) +
-			", (SELECT UTC_TIMESTAMP(6) - INTERVAL 1 HOUR AS t) x LIMIT %d"
-		settle = "ANALYZE TABLE lockstep_jobs"
-	default:
-		return fmt.Errorf("--retained is for the PostgreSQL and MySQL-family systems, not %s", d)
-	}
-	for n > 0 {
-		k := min(n, retainChunk)
-		if _, err := l.sqlDB.ExecContext(ctx, fmt.Sprintf(q, k)); err != nil {
-			return err
-		}
-		n -= k
-	}
-	_, err := l.sqlDB.ExecContext(ctx, settle)
-	return err
+	return planguard.AppendDone(ctx, l.drv, lockstep.DefaultQueue, noopArgs{}.Kind(), n)
 }
 
 func (r *riverInstance) retain(ctx context.Context, n int) error {
@@ -60,18 +40,6 @@ func (r *riverInstance) retain(ctx context.Context, n int) error {
 	}
 	_, err := r.pool.Exec(ctx, "VACUUM (ANALYZE) river_job")
 	return err
-}
-
-// digitRows is a derived table of 10^n rows, digits cross-joined: MySQL
-// and MariaDB alike (MariaDB's seq_1_to_N engine does not exist on MySQL).
-func digitRows(n int) string {
-	const digits = "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4" +
-		" UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
-	parts := make([]string, n)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("%s d%d", digits, i)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // retainFor fills inst's table with cfg.Retained finished jobs, when set.
