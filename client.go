@@ -62,6 +62,13 @@ type Client struct {
 type runningJob struct {
 	attempt int
 	cancel  context.CancelCauseFunc
+	// finishing: the worker has returned and its result is being written
+	// (or waits in the completer's batch). The heartbeat keeps refreshing
+	// the job until the write ends — a result that waits on a busy
+	// database must not let the job look dead — but a finishing job it
+	// finds gone is its own result committed first, or a cancel or reap
+	// the fenced finish will report: nothing to cancel.
+	finishing bool
 }
 
 // NewClient builds a client on a driver. It does not touch the database
@@ -314,9 +321,24 @@ func (c *Client) track(job *JobRow, cancel context.CancelCauseFunc) {
 	c.mu.Unlock()
 }
 
-func (c *Client) untrack(id int64) {
+// finishing marks a tracked job's worker as returned: its result is
+// being written.
+func (c *Client) finishing(id int64, attempt int) {
 	c.mu.Lock()
-	delete(c.running, id)
+	if r := c.running[id]; r != nil && r.attempt == attempt {
+		r.finishing = true
+	}
+	c.mu.Unlock()
+}
+
+// untrack stops tracking a job's attempt once its result is written (or
+// its write failed). A later attempt of the same job, claimed by this
+// process after a reap, is tracked under the same id and stays.
+func (c *Client) untrack(id int64, attempt int) {
+	c.mu.Lock()
+	if r := c.running[id]; r != nil && r.attempt == attempt {
+		delete(c.running, id)
+	}
 	c.mu.Unlock()
 }
 

@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -108,4 +109,68 @@ func migratedSQLite(t *testing.T) driver.Driver {
 	_, err = m.Up(context.Background())
 	require.NoError(t, err)
 	return drv
+}
+
+// TestHeartbeatCoversAResultBeingWritten: a job whose worker has returned
+// is heartbeated until its result is written — a DONE waiting in the
+// completer's batch on a busy database must not let the job look dead to
+// another process's reaper — and a heartbeat that finds such a job gone
+// (its own DONE committed first) cancels nothing, where it cancels a job
+// still running.
+func TestHeartbeatCoversAResultBeingWritten(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	drv := migratedSQLite(t)
+	ws := NewWorkers()
+	AddWorker(ws, WorkFunc(func(ctx context.Context, _ *Job[aheadArgs]) error { return nil }))
+	c, err := NewClient(drv, Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	in := make([]driver.JobInsertParams, 3)
+	for i := range in {
+		in[i] = driver.JobInsertParams{Queue: DefaultQueue, Kind: aheadArgs{}.Kind(), Args: []byte("{}"), MaxAttempts: 3}
+	}
+	_, err = c.exec.JobInsertMany(ctx, in)
+	require.NoError(t, err)
+	jobs, err := c.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: DefaultQueue, Max: 3})
+	require.NoError(t, err)
+	require.Len(t, jobs, 3)
+	// Every heartbeat an hour old: what a reaper sees of a job nobody
+	// refreshes.
+	_, err = drv.DB().ExecContext(ctx, "UPDATE lockstep_jobs SET heartbeat_at = ?", time.Now().Add(-time.Hour).UTC().Format("2006-01-02 15:04:05.000000"))
+	require.NoError(t, err)
+
+	// Job 0: its worker returns; its DONE waits in a completer that does
+	// not write yet.
+	c.completer = newCompleter(c)
+	c.execute(c.claim(ctx, jobs[0]))
+	// Job 1: its worker has returned, and its DONE is committed (by
+	// another write) before the heartbeat. Job 2: still running, and its
+	// row finished elsewhere (as a cancel or a reap would leave it).
+	done1, running2 := c.claim(ctx, jobs[1]), c.claim(ctx, jobs[2])
+	c.finishing(jobs[1].ID, jobs[1].Attempts)
+	written, err := c.exec.JobCompleteMany(ctx, []driver.JobRef{{ID: jobs[1].ID, Attempt: jobs[1].Attempts}, {ID: jobs[2].ID, Attempt: jobs[2].Attempts}})
+	require.NoError(t, err)
+	require.Len(t, written, 2)
+
+	c.Heartbeat(ctx)
+	j, err := c.exec.JobGet(ctx, jobs[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, rowtype.StatusRunning, j.Status, "its DONE still waits")
+	require.WithinDuration(t, time.Now(), j.HeartbeatAt, time.Minute, "the heartbeat refreshed the job whose result waits")
+	reaped, err := c.Reap(ctx)
+	require.NoError(t, err)
+	require.Empty(t, reaped, "a job whose result waits is not reaped")
+	require.NoError(t, context.Cause(done1.ctx), "a finishing job found gone is not cancelled")
+	require.ErrorIs(t, context.Cause(running2.ctx), ErrJobLost, "a running job found gone is")
+
+	// The DONE is written: the job is untracked, its later heartbeats
+	// leave it be.
+	c.completer.write([]*completion{<-c.completer.in})
+	j, err = c.exec.JobGet(ctx, jobs[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, rowtype.StatusDone, j.Status)
+	c.mu.Lock()
+	_, tracked := c.running[jobs[0].ID]
+	c.mu.Unlock()
+	require.False(t, tracked, "untracked once its result is written")
 }

@@ -41,9 +41,9 @@ func (c *Client) execute(cl claimed) {
 	c.emit(Event{Kind: EventJobStarted, Queue: job.Queue, JobKind: job.Kind, Wait: max(job.StartedAt.Sub(job.AvailableAt), 0)})
 	start := time.Now()
 	err, nextRetry := c.runWorker(ctx, job)
-	// Untracked before the finish, so a heartbeat racing the finish cannot
-	// take the job's own DONE for a cancellation.
-	c.untrack(job.ID)
+	// Heartbeated until its result is written (untracked in finished);
+	// a heartbeat that finds it gone meanwhile leaves it be.
+	c.finishing(job.ID, job.Attempts)
 	c.finish(job, err, nextRetry, time.Since(start), context.Cause(ctx), out.bytes())
 }
 
@@ -172,6 +172,7 @@ func (c *Client) finish(job *JobRow, werr error, nextRetry func() (time.Duration
 // finished reports a written (or failed, or discarded) result: the event
 // and the log line.
 func (c *Client) finished(job *JobRow, p *driver.JobFinishParams, werr error, took time.Duration, cause error, began time.Time, wrote bool, err error) {
+	c.untrack(job.ID, job.Attempts)
 	if err == nil && wrote && p.Flow != nil {
 		if p.Flow.Promoted > 0 {
 			c.emit(Event{Kind: EventPromoted, Queue: job.Queue, JobKind: job.Kind, Count: p.Flow.Promoted})

@@ -58,7 +58,7 @@ func (c *Client) Heartbeat(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, l := range lost {
-		if r := c.running[l.ID]; r != nil && r.attempt == l.Attempt {
+		if r := c.running[l.ID]; r != nil && r.attempt == l.Attempt && !r.finishing {
 			c.logger.Info("lockstep: job cancelled or reclaimed elsewhere; cancelling its context", "job", l.ID, "attempt", l.Attempt)
 			r.cancel(ErrJobLost)
 		}
