@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/lockstep-queue/lockstep/rowtype"
 )
@@ -77,44 +78,98 @@ func (p *BulkParams) validate() error {
 }
 
 // BulkCount is the preview of a bulk action over a filter: how many jobs
-// it would select now, read without locks. Over statuses a table holds
-// few of — FAILED, and the live ones — it counts each through the
-// status-led index; over DONE jobs (most of a table), every window of the
-// primary key, so its cost grows with the table (see BENCHMARKS.md).
+// it would select now, read without locks, counted to the end. Over
+// statuses a table holds few of — FAILED, and the live ones — it counts
+// each through the status-led index where the dialect has one (MySQL,
+// MariaDB); otherwise, and over DONE jobs (most of a table), every window
+// of the primary key, so its cost grows with the table (see
+// BENCHMARKS.md). BulkPreview bounds it by a time budget.
 func (c *Client) BulkCount(ctx context.Context, action BulkAction, f JobFilter) (int64, error) {
-	if _, err := rowtype.ParseBulkAction(string(action)); err != nil {
-		return 0, err
+	p, err := c.BulkPreview(ctx, BulkPreviewParams{Action: action, Filter: f})
+	return p.Jobs, err
+}
+
+// BulkPreviewParams says which count BulkPreview makes.
+type BulkPreviewParams struct {
+	Action BulkAction
+	Filter JobFilter
+	// Budget bounds a count that reads the primary key window by window:
+	// it reads the newest window first and goes on to older ones only
+	// while the next would end within the budget (timed as the slowest
+	// so far), so a preview on a big table answers in about
+	// the budget and says "at least". Zero counts every window.
+	Budget time.Duration
+	// Window is how many ids one read covers. Default 100,000.
+	Window int
+}
+
+// BulkPreviewResult is what a bulk action would select now.
+type BulkPreviewResult struct {
+	// Jobs: how many, exactly when Exact, else at least this many (the
+	// budget ran out first).
+	Jobs  int64
+	Exact bool
+	// IDsRead and IDsTotal: the span of ids the count read, newest first,
+	// and the table's (equal when exact).
+	IDsRead, IDsTotal int64
+}
+
+// BulkPreview counts what a bulk action over a filter would select now,
+// without locks, within p.Budget when set (see BulkCount for the reads).
+func (c *Client) BulkPreview(ctx context.Context, p BulkPreviewParams) (BulkPreviewResult, error) {
+	var out BulkPreviewResult
+	if _, err := rowtype.ParseBulkAction(string(p.Action)); err != nil {
+		return out, err
 	}
-	statuses := action.Statuses()
-	if f.Status != "" {
-		statuses = []rowtype.JobStatus{f.Status}
+	if p.Budget < 0 || p.Window < 0 {
+		return out, fmt.Errorf("bulk %s: a preview's budget and window must not be negative", p.Action)
 	}
-	if !slices.Contains(statuses, rowtype.StatusDone) {
-		var n int64
+	statuses := p.Action.Statuses()
+	if p.Filter.Status != "" {
+		statuses = []rowtype.JobStatus{p.Filter.Status}
+	}
+	if c.drv.Catalog().Capabilities().StatusIndex && !slices.Contains(statuses, rowtype.StatusDone) {
+		// One bounded read a status: a range of the status-led index.
 		for _, st := range statuses {
-			k, err := c.exec.JobMatchCount(ctx, &rowtype.JobMatchParams{Action: action, Filter: f, ByStatus: st})
+			k, err := c.exec.JobMatchCount(ctx, &rowtype.JobMatchParams{Action: p.Action, Filter: p.Filter, ByStatus: st})
 			if err != nil {
-				return 0, err
+				return out, err
 			}
-			n += k
+			out.Jobs += k
 		}
-		return n, nil
+		out.Exact = true
+		return out, nil
 	}
 	lo, hi, err := c.exec.JobIDBounds(ctx)
 	if err != nil {
-		return 0, err
+		return out, err
 	}
-	var n int64
-	for after := lo - 1; after < hi; {
-		p := &rowtype.JobMatchParams{Action: action, Filter: f, AfterID: after}
-		k, err := c.exec.JobMatchCount(ctx, p)
-		if err != nil {
-			return 0, err
+	if hi == 0 {
+		out.Exact = true // no job
+		return out, nil
+	}
+	window := int64(orDefaultInt(p.Window, bulkCountWindow))
+	start := time.Now()
+	var slowest time.Duration
+	out.IDsTotal = max(0, hi-lo+1)
+	// Newest first: the jobs an operator just saw fail are counted before
+	// the budget can run out.
+	for end := hi; end >= lo; end -= window {
+		if p.Budget > 0 && out.IDsRead > 0 && time.Since(start)+slowest > p.Budget {
+			return out, nil
 		}
-		n += k
-		after += int64(orDefaultInt(p.Window, bulkCountWindow))
+		began := time.Now()
+		after := max(end-window, lo-1)
+		k, err := c.exec.JobMatchCount(ctx, &rowtype.JobMatchParams{Action: p.Action, Filter: p.Filter, AfterID: after, Window: int(end - after)})
+		if err != nil {
+			return out, err
+		}
+		slowest = max(slowest, time.Since(began))
+		out.Jobs += k
+		out.IDsRead += end - after
 	}
-	return n, nil
+	out.Exact = true
+	return out, nil
 }
 
 // bulkCountWindow is the executor's default window: BulkCount steps by it.

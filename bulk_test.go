@@ -53,6 +53,29 @@ func TestBulkActions(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, n, "nothing is live to cancel")
 
+		// A preview within a budget reads the newest window first, then
+		// stops once the next would pass the budget (a nanosecond: after
+		// one window), and says so; without one it reads every window.
+		// Delete's statuses include DONE, so every dialect reads windows.
+		lo, hi := ids[0], ids[len(ids)-1]
+		var newest int64
+		for _, id := range ids[:1200] {
+			if id > hi-100 {
+				newest++
+			}
+		}
+		del := lockstep.BulkPreviewParams{Action: lockstep.BulkDelete, Filter: lockstep.JobFilter{Kind: "bulk"}, Window: 100, Budget: time.Nanosecond}
+		pre, err := c.BulkPreview(ctx, del)
+		require.NoError(t, err)
+		require.Equal(t, lockstep.BulkPreviewResult{Jobs: newest, IDsRead: 100, IDsTotal: hi - lo + 1}, pre)
+		del.Budget = 0
+		pre, err = c.BulkPreview(ctx, del)
+		require.NoError(t, err)
+		require.Equal(t, lockstep.BulkPreviewResult{Jobs: 1200, Exact: true, IDsRead: hi - lo + 1, IDsTotal: hi - lo + 1}, pre)
+		del.Budget = -time.Second
+		_, err = c.BulkPreview(ctx, del)
+		require.ErrorContains(t, err, "must not be negative")
+
 		var progress []lockstep.BulkProgress
 		total, err := c.Bulk(ctx, lockstep.BulkParams{Action: lockstep.BulkRetry, Filter: retryBulk, BatchSize: 500,
 			Progress: func(p lockstep.BulkProgress) { progress = append(progress, p) }})

@@ -116,6 +116,10 @@ func (op *bulkOp) view() bulkView {
 		v.Percent = 100
 	case op.Selected > 0:
 		v.Percent = min(99, int(int64(v.Matched)*100/op.Selected))
+	case op.progress.Last > 0:
+		// Not counted (the preview stopped at its budget): how far the
+		// scan has gone through the ids.
+		v.Percent = min(99, int(op.progress.Through*100/op.progress.Last))
 	}
 	end := op.finished
 	if end.IsZero() {
@@ -260,6 +264,11 @@ type bulkPreviewData struct {
 	Past     string
 	What     string
 	Count    int64
+	// Exact: Count is every match; else at least Count, the newest
+	// Share of the table's ids read within the budget.
+	Exact    bool
+	Share    string
+	CountAll string // the link that counts every match
 	Statuses string
 	Fields   []field
 	Since    string
@@ -285,20 +294,34 @@ func (s *Server) handleBulkPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	count := int64(len(b.IDs))
+	count, exact, share := int64(len(b.IDs)), true, ""
 	if len(b.IDs) == 0 {
-		n, err := s.client.BulkCount(ctx, b.Action, b.Filter)
+		// Within the budget unless the operator asked for every match
+		// (all=1): on a big table that count takes seconds.
+		p := lockstep.BulkPreviewParams{Action: b.Action, Filter: b.Filter, Budget: s.cfg.PreviewBudget}
+		if r.URL.Query().Get("all") == "1" {
+			p.Budget = 0
+		}
+		res, err := s.client.BulkPreview(ctx, p)
 		if err != nil {
 			s.dbError(w, r, "count jobs", err)
 			return
 		}
-		count = n
+		count, exact = res.Jobs, res.Exact
+		if !exact {
+			share = fmt.Sprintf("%d %%", max(1, res.IDsRead*100/max(res.IDsTotal, 1)))
+		}
 	}
 	d := bulkPreviewData{
 		base: s.base(r, "Bulk "+string(b.Action), "jobs"), Action: string(b.Action), Verb: capitalized(string(b.Action)), Past: b.Action.Past(),
-		What: b.describe(), Count: count, Statuses: statusWords(b.Action.Statuses()), Since: b.Since,
+		What: b.describe(), Count: count, Exact: exact, Share: share, Statuses: statusWords(b.Action.Statuses()), Since: b.Since,
 	}
 	vals := b.values()
+	if !exact {
+		all := b.values()
+		all.Set("all", "1")
+		d.CountAll = "/jobs/bulk?" + all.Encode()
+	}
 	for _, k := range []string{"action", "status", "queue", "kind", "view", "q", "run", "since"} {
 		if v := vals.Get(k); v != "" {
 			d.Fields = append(d.Fields, field{k, v})

@@ -107,6 +107,11 @@ type Config struct {
 	// does not (503, "database unavailable"); /healthz waits at most 2 s
 	// (or ReadTimeout, if shorter). Default 15 s.
 	ReadTimeout time.Duration
+	// PreviewBudget bounds the count a bulk action's preview makes over a
+	// filter that must be counted window by window of the primary key (a
+	// table of millions of finished jobs): past it the preview says "at
+	// least N" and offers to count them all. Default 150 ms.
+	PreviewBudget time.Duration
 }
 
 // Server is the dashboard, an http.Handler.
@@ -169,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 	for _, v := range []struct {
 		name string
 		d    time.Duration
-	}{{"Window", cfg.Window}, {"SampleInterval", cfg.SampleInterval}, {"SessionTTL", cfg.SessionTTL}, {"ReadTimeout", cfg.ReadTimeout}} {
+	}{{"Window", cfg.Window}, {"SampleInterval", cfg.SampleInterval}, {"SessionTTL", cfg.SessionTTL}, {"ReadTimeout", cfg.ReadTimeout}, {"PreviewBudget", cfg.PreviewBudget}} {
 		if v.d < 0 {
 			return nil, fmt.Errorf("dashboard: %s must not be negative", v.name)
 		}
@@ -198,6 +203,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ReadTimeout == 0 {
 		cfg.ReadTimeout = defaultReadTimeout
+	}
+	if cfg.PreviewBudget == 0 {
+		cfg.PreviewBudget = 150 * time.Millisecond
 	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
