@@ -55,7 +55,9 @@ func (c *claimStatements) count(after bool) int {
 // of the test.
 func startSaturated(ctx context.Context, t *testing.T, drv driver.Driver, cfg lockstep.Config, maxWorkers, jobs int) (*lockstep.Client, *claimStatements) {
 	t.Helper()
-	cfg.Queues = map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: maxWorkers}}
+	if cfg.Queues == nil {
+		cfg.Queues = map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: maxWorkers}}
+	}
 	c := quietClient(t, drv, cfg)
 	claims := &claimStatements{}
 	c.SetClaimTrace(claims.trace())
@@ -76,8 +78,14 @@ func startSaturated(ctx context.Context, t *testing.T, drv driver.Driver, cfg lo
 // passed over; once a claim after the key comes back short, the next
 // claims from the head and takes it. PollInterval is an hour here, so no
 // claim from the head is due on time: the job runs last, after every job
-// of the lower priority, and each job runs once.
+// of the lower priority, and each job runs once. With StrictPriority every
+// claim is from the head: the job runs next.
 func TestSaturatedQueueClaimsAfterItsLastKey(t *testing.T) {
+	t.Run("after the key", func(t *testing.T) { testSaturatedPriority(t, false) })
+	t.Run("strict priority", func(t *testing.T) { testSaturatedPriority(t, true) })
+}
+
+func testSaturatedPriority(t *testing.T, strict bool) {
 	forEachDialect(t, func(t *testing.T, drv driver.Driver) {
 		drv = openMigrated(t, drv)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -95,7 +103,9 @@ func TestSaturatedQueueClaimsAfterItsLastKey(t *testing.T) {
 				return ctx.Err()
 			}
 		}))
-		c, claims := startSaturated(ctx, t, drv, lockstep.Config{Workers: ws, PollInterval: time.Hour}, 1, jobs)
+		cfg := lockstep.Config{Workers: ws, PollInterval: time.Hour,
+			Queues: map[string]lockstep.QueueConfig{lockstep.DefaultQueue: {MaxWorkers: 1, StrictPriority: strict}}}
+		c, claims := startSaturated(ctx, t, drv, cfg, 1, jobs)
 		var order []int
 		order = append(order, <-started)
 		// Job 0 sorts before every job of priority 2.
@@ -116,8 +126,13 @@ func TestSaturatedQueueClaimsAfterItsLastKey(t *testing.T) {
 		for n := 1; n <= jobs; n++ {
 			want = append(want, n)
 		}
-		require.Equal(t, append(want, 0), order, "the job sorting before the claims' key runs once they run dry")
-		require.Positive(t, claims.count(true), "no claim after a key ran")
+		if strict {
+			require.Equal(t, append([]int{1, 0}, want[1:]...), order, "the job sorting first runs next")
+			require.Zero(t, claims.count(true), "a claim after a key ran")
+		} else {
+			require.Equal(t, append(want, 0), order, "the job sorting before the claims' key runs once they run dry")
+			require.Positive(t, claims.count(true), "no claim after a key ran")
+		}
 		require.Equal(t, jobs+1, countJobs(t, drv, "status", "DONE"))
 	})
 }

@@ -165,7 +165,7 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	for name, qc := range c.cfg.Queues {
-		p := &producer{c: c, queue: name, max: qc.MaxWorkers, wake: c.wake[name], done: make(chan struct{}, MaxQueueWorkers)}
+		p := &producer{c: c, queue: name, max: qc.MaxWorkers, strict: qc.StrictPriority, wake: c.wake[name], done: make(chan struct{}, MaxQueueWorkers)}
 		c.producers.Add(1)
 		go func() {
 			defer c.producers.Done()

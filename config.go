@@ -27,6 +27,15 @@ type QueueConfig struct {
 	// under them. Unset leaves the queue's limits as they are, set by
 	// another process or at runtime (lockstep queues limit).
 	Limits *QueueLimits
+	// StrictPriority makes every claim of the queue start from its head,
+	// so that a job of a higher priority (or an earlier available_at)
+	// inserted while the queue is saturated starts at the next claim.
+	// Without it a saturated queue claims after the last job its previous
+	// claim took, and such a job waits up to PollInterval (see there).
+	// The price: while a long transaction elsewhere holds a snapshot, each
+	// claim reads again every index entry of the jobs claimed since it
+	// began (BENCHMARKS.md, "A long transaction elsewhere").
+	StrictPriority bool
 }
 
 // DefaultQueue is the queue of jobs enqueued without one.
@@ -57,7 +66,8 @@ type Config struct {
 	// the queue's head still runs every PollInterval, or, once such
 	// claims have grown slow, ten times as long as the last one took. A
 	// job that sorts before the last one claimed — a higher priority
-	// inserted while the queue is saturated — waits up to that long.
+	// inserted while the queue is saturated — waits up to that long
+	// (QueueConfig.StrictPriority claims from the head every time).
 	PollInterval time.Duration
 	// MinPollInterval is the poll interval while work keeps coming: the
 	// longest a job enqueued by another process waits, when no wake-up

@@ -23,8 +23,10 @@ type producer struct {
 	c     *Client
 	queue string
 	max   int
-	wake  chan struct{}
-	done  chan struct{} // one value per finished job
+	// strict: QueueConfig.StrictPriority, every claim from the head.
+	strict bool
+	wake   chan struct{}
+	done   chan struct{} // one value per finished job
 	// ran is the total time the queue's jobs have run, in nanoseconds:
 	// with the finishes counted on done, the producer's mean job time.
 	ran atomic.Int64
@@ -210,7 +212,7 @@ func (p *producer) run(fetchCtx, workCtx context.Context) {
 				fromHead, headTook = began, time.Since(began)
 			}
 			after = nil
-			if err == nil && len(jobs) == free && !lim.Any() {
+			if err == nil && len(jobs) == free && !lim.Any() && !p.strict {
 				last := driver.LastKey(jobs)
 				after = &last
 			}

@@ -94,6 +94,7 @@ sets.`,
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for requests and running jobs, together (a second signal cancels them at once)")
 	f.StringArrayVar(&o.work.queues, "queue", nil, "with --kind: queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
 	f.IntVar(&o.work.workers, "workers", 10, "with --kind: jobs run at once per queue given without =N")
+	f.BoolVar(&o.work.strict, "strict-priority", false, "with --kind: "+strictPriorityHelp)
 	f.StringSliceVar(&o.work.kinds, "kind", nil, "run workers for these kinds: exec (needs --command) or demo (repeatable; default: no workers)")
 	f.StringVar(&o.work.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
 	f.StringArrayVar(&o.work.execs, "exec", nil, "KIND=COMMAND: run workers that run COMMAND with sh -c for each job of KIND (repeatable)")
@@ -147,7 +148,7 @@ func (c *app) serve(ctx context.Context, cmd *cobra.Command, o serveOptions) err
 	}
 	o.work.retention.apply(&cfg)
 	if len(o.work.kinds) > 0 || len(o.work.execs) > 0 {
-		if cfg.Queues, err = parseWorkQueues(o.work.queues, o.work.workers); err != nil {
+		if cfg.Queues, err = parseWorkQueues(o.work.queues, o.work.workers, o.work.strict); err != nil {
 			return err
 		}
 		if cfg.Workers, err = c.workWorkers(cmd, o.work); err != nil {

@@ -29,6 +29,7 @@ const (
 type workOptions struct {
 	queues      []string
 	workers     int
+	strict      bool // --strict-priority
 	kinds       []string
 	command     string
 	execs       []string // KIND=COMMAND
@@ -61,6 +62,7 @@ func newWorkCmd(c *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringArrayVar(&o.queues, "queue", nil, "queue to work, NAME or NAME=MAX_WORKERS (repeatable; default \"default\")")
 	f.IntVar(&o.workers, "workers", 10, "jobs run at once per queue given without =N")
+	f.BoolVar(&o.strict, "strict-priority", false, strictPriorityHelp)
 	f.StringSliceVar(&o.kinds, "kind", nil, "kinds of job to run: "+orList(append([]string{workKindExec + " (needs --command)", workKindDemo}, kindNames(c.workKinds)...))+" (repeatable)")
 	f.StringVar(&o.command, "command", "", "for --kind exec: the command line run with sh -c for each job")
 	f.StringArrayVar(&o.execs, "exec", nil, "KIND=COMMAND: run COMMAND with sh -c for each job of KIND (repeatable)")
@@ -135,8 +137,11 @@ func orList(choices []string) string {
 	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }
 
+// strictPriorityHelp is --strict-priority's help, in work and serve.
+const strictPriorityHelp = "claim every queue from its head each time, so a higher priority inserted while a queue is saturated starts at the next claim (without it, up to --poll later); costs more while a long transaction elsewhere holds a snapshot"
+
 // parseWorkQueues turns --queue values into the client's queues.
-func parseWorkQueues(values []string, workers int) (map[string]lockstep.QueueConfig, error) {
+func parseWorkQueues(values []string, workers int, strict bool) (map[string]lockstep.QueueConfig, error) {
 	if workers < 1 || workers > 10000 {
 		return nil, fmt.Errorf("--workers must be between 1 and 10000, got %d", workers)
 	}
@@ -161,7 +166,7 @@ func parseWorkQueues(values []string, workers int) (map[string]lockstep.QueueCon
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("--queue %q is given twice", name)
 		}
-		out[name] = lockstep.QueueConfig{MaxWorkers: maxWorkers}
+		out[name] = lockstep.QueueConfig{MaxWorkers: maxWorkers, StrictPriority: strict}
 	}
 	return out, nil
 }
@@ -260,7 +265,7 @@ func (c *app) addedWorkers(d driver.Driver, ws *lockstep.Workers, kinds []string
 }
 
 func (c *app) work(ctx context.Context, cmd *cobra.Command, o workOptions) error {
-	queues, err := parseWorkQueues(o.queues, o.workers)
+	queues, err := parseWorkQueues(o.queues, o.workers, o.strict)
 	if err != nil {
 		return err
 	}
