@@ -259,11 +259,11 @@ func (b bulkRequest) values() url.Values {
 
 type bulkPreviewData struct {
 	base
-	Action   string
-	Verb     string // the action's name as a button says it
-	Past     string
-	What     string
-	Count    int64
+	Action string
+	Verb   string // the action's name as a button says it
+	Past   string
+	What   string
+	Count  int64
 	// Exact: Count is every match; else at least Count, the newest
 	// Share of the table's ids read within the budget.
 	Exact    bool
