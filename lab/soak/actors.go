@@ -83,13 +83,27 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 		c := a.client(rng)
 		switch p := rng.IntN(100); {
 		case p < 3 || seq == 0 && n == 0: // a burst on one key of the rate-limited queue
-			params, modes := a.rateBurst(rng, n)
+			params, modes := a.keyBurst(rng, n, queueRate, 3*rateLimit)
 			if params == nil {
 				break
 			}
 			res, err := c.InsertMany(ctx, params)
 			if err != nil {
 				a.unexpected(ctx, "enqueue a rate burst", err)
+				break
+			}
+			l.enqueued(jobIDs(res), modes, 0)
+		case p < 4 || seq == 0 && n == 1: // a burst on one key of a sequence
+			params, modes := a.keyBurst(rng, n, queueSeq, 4)
+			if params == nil {
+				break
+			}
+			// The first holds the key long enough for a claim to meet
+			// the others: they are BLOCKED, and released in turn.
+			params[0].Args, modes[0] = Args{Mode: ModeSlow, Millis: 300}, ModeSlow
+			res, err := a.sequenced(c, n, params).InsertMany(ctx, params)
+			if err != nil {
+				a.unexpected(ctx, "enqueue a sequence burst", err)
 				break
 			}
 			l.enqueued(jobIDs(res), modes, 0)
@@ -156,18 +170,19 @@ func (a *actors) batch(rng *rand.Rand, enq, n int) ([]lockstep.InsertManyParams,
 	return params, modes
 }
 
-// rateBurst makes more jobs with one key of the rate-limited queue than its
-// rate admits in a period, all available at once: whatever the load, a
-// claim meets a key whose window is spent and must defer the rest (a soak
-// whose claims happened to stay below the rate would not prove the
-// deferral). Nil while that queue's backlog is full.
-func (a *actors) rateBurst(rng *rand.Rand, enq int) ([]lockstep.InsertManyParams, []Mode) {
-	q := a.s.limitedQueue(queueRate)
+// keyBurst makes n jobs with one key of a limited queue, all available at
+// once. In the rate-limited queue, more than its rate admits in a period:
+// whatever the load, a claim meets a key whose window is spent and must
+// defer the rest; in the sequenced one, jobs behind the key's first: a
+// claim meets them while it runs and blocks them (a soak whose claims
+// happened to miss both would not prove the deferral or the block). Nil
+// while that queue's backlog is full.
+func (a *actors) keyBurst(rng *rand.Rand, enq int, queue string, n int) ([]lockstep.InsertManyParams, []Mode) {
+	q := a.s.limitedQueue(queue)
 	if q == nil || q.open.Load() >= int64(q.backlog) {
 		return nil, nil
 	}
 	key := q.key(rng, enq)
-	n := 3 * rateLimit
 	params := make([]lockstep.InsertManyParams, n)
 	modes := make([]Mode, n)
 	for i := range params {
