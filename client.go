@@ -63,12 +63,17 @@ type runningJob struct {
 	attempt int
 	cancel  context.CancelCauseFunc
 	// finishing: the worker has returned and its result is being written
-	// (or waits in the completer's batch). The heartbeat keeps refreshing
-	// the job until the write ends — a result that waits on a busy
-	// database must not let the job look dead — but a finishing job it
-	// finds gone is its own result committed first, or a cancel or reap
-	// the fenced finish will report: nothing to cancel.
-	finishing bool
+	// (or waits in the completer's batch) since finishingSince. A result
+	// that has waited a heartbeat interval is heartbeated until the write
+	// ends — one that waits on a busy database must not let the job look
+	// dead — while a younger one is left to its write, so that the
+	// heartbeat does not contend for rows about to be finished (on
+	// Galera, two writers of one row through two nodes fail
+	// certification). A finishing job the heartbeat finds gone is its own
+	// result committed first, or a cancel or reap the fenced finish will
+	// report: nothing to cancel.
+	finishing      bool
+	finishingSince time.Time
 }
 
 // NewClient builds a client on a driver. It does not touch the database
@@ -326,7 +331,7 @@ func (c *Client) track(job *JobRow, cancel context.CancelCauseFunc) {
 func (c *Client) finishing(id int64, attempt int) {
 	c.mu.Lock()
 	if r := c.running[id]; r != nil && r.attempt == attempt {
-		r.finishing = true
+		r.finishing, r.finishingSince = true, time.Now()
 	}
 	c.mu.Unlock()
 }

@@ -34,9 +34,13 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 // Heartbeat runs one heartbeat now. The loop calls it; tests and tools may.
 func (c *Client) Heartbeat(ctx context.Context) {
 	defer c.writes.start()()
+	now := time.Now()
 	c.mu.Lock()
 	refs := make([]driver.JobRef, 0, len(c.running))
 	for id, r := range c.running {
+		if r.finishing && now.Sub(r.finishingSince) < c.cfg.HeartbeatInterval {
+			continue // its write is young: see runningJob
+		}
 		refs = append(refs, driver.JobRef{ID: id, Attempt: r.attempt})
 	}
 	c.mu.Unlock()
