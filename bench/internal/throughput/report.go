@@ -43,7 +43,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 			"PostgreSQL pool connections: %s, the same for both", RiverFetchCooldown, RiverFetchPollInterval, pool)
 	}
 	fmt.Fprintf(b, ".\n")
-	fmt.Fprintf(b, "Inserts: each system's batch insert (lockstep EnqueueMany, River InsertMany), %d jobs per call. "+
+	fmt.Fprintf(b, "Inserts: each system's batch insert (lockstep InsertMany, River InsertMany), %d jobs per call. "+
 		"A job counts once its completion is reported committed (lockstep: EventJobFinished with DONE; River: "+
 		"its job_completed subscription); the database's count of completed jobs is checked after each run.\n", c.BatchSize)
 	for _, system := range c.Systems {
