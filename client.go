@@ -62,8 +62,8 @@ type Client struct {
 type runningJob struct {
 	attempt int
 	cancel  context.CancelCauseFunc
-	// finishing: the worker has returned and its result is being written
-	// (or waits in the completer's batch) since finishingSince. A result
+	// finishingSince, when set, is when the worker returned: its result
+	// is being written (or waits in the completer's batch). A result
 	// that has waited a heartbeat interval is heartbeated until the write
 	// ends — one that waits on a busy database must not let the job look
 	// dead — while a younger one is left to its write, so that the
@@ -72,7 +72,6 @@ type runningJob struct {
 	// certification). A finishing job the heartbeat finds gone is its own
 	// result committed first, or a cancel or reap the fenced finish will
 	// report: nothing to cancel.
-	finishing      bool
 	finishingSince time.Time
 }
 
@@ -331,7 +330,7 @@ func (c *Client) track(job *JobRow, cancel context.CancelCauseFunc) {
 func (c *Client) finishing(id int64, attempt int) {
 	c.mu.Lock()
 	if r := c.running[id]; r != nil && r.attempt == attempt {
-		r.finishing, r.finishingSince = true, time.Now()
+		r.finishingSince = time.Now()
 	}
 	c.mu.Unlock()
 }

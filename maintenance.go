@@ -38,7 +38,7 @@ func (c *Client) Heartbeat(ctx context.Context) {
 	c.mu.Lock()
 	refs := make([]driver.JobRef, 0, len(c.running))
 	for id, r := range c.running {
-		if r.finishing && now.Sub(r.finishingSince) < c.cfg.HeartbeatInterval {
+		if !r.finishingSince.IsZero() && now.Sub(r.finishingSince) < c.cfg.HeartbeatInterval {
 			continue // its write is young: see runningJob
 		}
 		refs = append(refs, driver.JobRef{ID: id, Attempt: r.attempt})
@@ -62,7 +62,7 @@ func (c *Client) Heartbeat(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, l := range lost {
-		if r := c.running[l.ID]; r != nil && r.attempt == l.Attempt && !r.finishing {
+		if r := c.running[l.ID]; r != nil && r.attempt == l.Attempt && r.finishingSince.IsZero() {
 			c.logger.Info("lockstep: job cancelled or reclaimed elsewhere; cancelling its context", "job", l.ID, "attempt", l.Attempt)
 			r.cancel(ErrJobLost)
 		}

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -318,7 +319,7 @@ func (s *Server) handleBulkPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	vals := b.values()
 	if !exact {
-		all := b.values()
+		all := maps.Clone(vals)
 		all.Set("all", "1")
 		d.CountAll = "/jobs/bulk?" + all.Encode()
 	}
