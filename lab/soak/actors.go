@@ -154,6 +154,26 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 	}
 }
 
+// enqueueAfterCancel adds a job to a run whose cancel has just committed:
+// it must be refused. The enqueuers meet cancelled runs only by chance (on
+// a slow machine, perhaps never in a whole soak); this meets one after
+// every cancel, and the ledger counts an insert that got in as a problem.
+func (a *actors) enqueueAfterCancel(ctx context.Context, rng *rand.Rand, c *lockstep.Client, runID int64) {
+	args, opts := randomJob(rng, a.s.queues)
+	opts.RunID = runID
+	began := time.Now()
+	res, err := c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: args, Opts: &opts}})
+	switch {
+	case errors.Is(err, lockstep.ErrRunCancelled):
+		a.s.ledger.refusedIntoRun(runID)
+	case err != nil:
+		a.unexpected(ctx, "enqueue into a cancelled run", err)
+	default:
+		a.s.ledger.enqueuedIntoRun(runID, began, len(res))
+		a.s.ledger.enqueued(jobIDs(res), []Mode{args.Mode}, runID)
+	}
+}
+
 // batch makes n jobs of the mix for enqueuer number enq: in the plain
 // queues, or in a limited one with a limit key.
 func (a *actors) batch(rng *rand.Rand, enq, n int) ([]lockstep.InsertManyParams, []Mode) {
@@ -216,6 +236,7 @@ func (a *actors) canceller(ctx context.Context, rng *rand.Rand) {
 				continue
 			}
 			l.cancelRunDone(runID, time.Now())
+			a.enqueueAfterCancel(ctx, rng, c, runID)
 			continue
 		}
 		// A burst: several jobs at once hit more of them while running;
