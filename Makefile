@@ -117,13 +117,15 @@ bench: deps bench-build
 	@cat $(BENCH_OUT)/latency.md
 	$(BENCH) topology > $(BENCH_OUT)/topology.md
 	@cat $(BENCH_OUT)/topology.md
-	$(BENCH) sweep --workers 10,100,1000 > $(BENCH_OUT)/sweep.md
+	$(BENCH) sweep --workers 10,100,1000 --systems lockstep-postgres,river-postgres,lockstep-mariadb,lockstep-mysql > $(BENCH_OUT)/sweep.md
 	@cat $(BENCH_OUT)/sweep.md
 	$(BENCH) throughput --systems lockstep-postgres,river-postgres,lockstep-mariadb,lockstep-mysql --mode continuous \
 	  --reps 1 --duration 60s --warmup 5s --hold-snapshot 10m --hold-sample 5s --chart $(BENCH_OUT)/hold-snapshot.svg > $(BENCH_OUT)/hold-snapshot.md
 	@cat $(BENCH_OUT)/hold-snapshot.md
 	$(BENCH) retained --retained 10000000 > $(BENCH_OUT)/retained.md
 	@cat $(BENCH_OUT)/retained.md
+	LOCKSTEP_BENCH_RETAINED=9000000 $(GO) test -run '^$$' -bench BenchmarkPages -benchtime 10x -timeout 60m ./dashboard/ > $(BENCH_OUT)/dashboard.txt
+	@cat $(BENCH_OUT)/dashboard.txt
 
 # gofmt, vet and tests of the bench module: the root's `go vet ./...` does
 # not descend into a nested module.
