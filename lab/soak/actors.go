@@ -154,6 +154,24 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 	}
 }
 
+// newRun creates a run of a few plain jobs for the canceller.
+func (a *actors) newRun(ctx context.Context, rng *rand.Rand, c *lockstep.Client) (int64, bool) {
+	params := make([]lockstep.InsertManyParams, 1+rng.IntN(3))
+	modes := make([]Mode, len(params))
+	for i := range params {
+		args, opts := randomJob(rng, a.s.queues)
+		params[i], modes[i] = lockstep.InsertManyParams{Args: args, Opts: &opts}, args.Mode
+	}
+	run, res, err := c.InsertRun(ctx, fmt.Sprintf("soak-cancel-%d", rng.Int64()), nil, params...)
+	if err != nil {
+		a.unexpected(ctx, "create a run to cancel", err)
+		return 0, false
+	}
+	a.s.ledger.runCreated(run.ID)
+	a.s.ledger.enqueued(jobIDs(res), modes, run.ID)
+	return run.ID, true
+}
+
 // enqueueAfterCancel adds a job to a run whose cancel has just committed:
 // it must be refused. The enqueuers meet cancelled runs only by chance (on
 // a slow machine, perhaps never in a whole soak); this meets one after
@@ -223,7 +241,12 @@ func (a *actors) canceller(ctx context.Context, rng *rand.Rand) {
 		if rng.IntN(100) < 35 {
 			runID, ok := l.pickRun(30, false, rng.IntN)
 			if !ok {
-				continue
+				// No run left to cancel (the enqueuers, slow on a loaded
+				// machine, made few): make one, so that a soak always
+				// cancels runs.
+				if runID, ok = a.newRun(ctx, rng, c); !ok {
+					continue
+				}
 			}
 			l.cancelRunTried(runID)
 			_, err := c.CancelRun(ctx, runID)
@@ -438,6 +461,7 @@ func (a *actors) plantAndClaim(ctx context.Context, rng *rand.Rand, d *deadWorke
 		return nil, err
 	}
 	a.s.ledger.enqueued([]int64{res.ID}, []Mode{args.Mode}, 0)
+	d.keep(opts.Queue, jobs, nil)
 	return jobs, nil
 }
 
@@ -447,25 +471,28 @@ func (a *actors) plantAndClaim(ctx context.Context, rng *rand.Rand, d *deadWorke
 // jobs hold their keys' and queue's slots until they are reaped.
 func (a *actors) deadClaim(ctx context.Context, rng *rand.Rand, d *deadWorker) ([]*rowtype.JobRow, error) {
 	n := 1 + rng.IntN(2)
+	d.claims++
+	// Every other claim, while it holds a key of a plain queue, starts
+	// after that key, as a saturated queue's producer claims: the claim
+	// after a key meets every other writer too. Not left to chance: a
+	// fast server drains the plain queues, and claims that took all they
+	// asked for (a producer's cue) can be too rare to count on.
+	if queue, k, ok := d.lastKey(a.s.queues); ok && d.claims%2 == 0 {
+		jobs, err := d.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: queue, Max: n, After: &k})
+		if err == nil {
+			d.ledger.claimedAfterKey()
+			if len(jobs) == 0 {
+				delete(d.after, queue) // nothing left after it
+			}
+		}
+		d.keep(queue, jobs, err)
+		return jobs, err
+	}
 	i := rng.IntN(len(a.s.queues) + len(a.s.limited))
 	if i < len(a.s.queues) {
-		// Half its claims start after the last key its previous claim of
-		// the queue took, as a saturated queue's producer claims: the
-		// claim after a key meets every other writer too.
 		queue := a.s.queues[i]
-		p := &driver.JobClaimParams{Queue: queue, Max: n}
-		if k, ok := d.after[queue]; ok && rng.IntN(2) == 0 {
-			p.After = &k
-		}
-		jobs, err := d.exec.JobClaim(ctx, p)
-		if err == nil && p.After != nil {
-			d.ledger.claimedAfterKey()
-		}
-		if err == nil && len(jobs) == n {
-			d.after[queue] = driver.LastKey(jobs)
-		} else {
-			delete(d.after, queue)
-		}
+		jobs, err := d.exec.JobClaim(ctx, &driver.JobClaimParams{Queue: queue, Max: n})
+		d.keep(queue, jobs, err)
 		return jobs, err
 	}
 	q := a.s.limited[i-len(a.s.queues)]
@@ -490,9 +517,29 @@ type deadWorker struct {
 	exec      driver.Executor
 	ledger    *ledger
 	abandoned []abandoned // claims not yet finished late or let go
-	// after is, per plain queue, the last key of the previous claim when
-	// it took all it asked for.
-	after map[string]driver.ClaimKey
+	// after is, per plain queue, the last key a claim of that queue took,
+	// until a claim after it finds nothing.
+	after  map[string]driver.ClaimKey
+	claims int
+}
+
+// keep remembers the last key a claim of a plain queue took. A claim
+// that took nothing leaves the key: the next claim after it is then sure
+// to come, however fast the workers drain the queue.
+func (d *deadWorker) keep(queue string, jobs []*rowtype.JobRow, err error) {
+	if err == nil && len(jobs) > 0 {
+		d.after[queue] = driver.LastKey(jobs)
+	}
+}
+
+// lastKey is the first of queues, in their order, that has a key.
+func (d *deadWorker) lastKey(queues []string) (string, driver.ClaimKey, bool) {
+	for _, q := range queues {
+		if k, ok := d.after[q]; ok {
+			return q, k, true
+		}
+	}
+	return "", driver.ClaimKey{}, false
 }
 
 // abandoned is a claim the dead worker abandoned.
