@@ -127,17 +127,7 @@ func (a *actors) enqueuer(ctx context.Context, rng *rand.Rand, n int) {
 			for i := range params {
 				params[i].Opts.RunID = runID
 			}
-			began := time.Now()
-			res, err := c.InsertMany(ctx, params)
-			switch {
-			case errors.Is(err, lockstep.ErrRunCancelled):
-				l.refusedIntoRun(runID)
-			case err != nil:
-				a.unexpected(ctx, "enqueue into run", err)
-			default:
-				l.enqueuedIntoRun(runID, began, len(res))
-				l.enqueued(jobIDs(res), modes, runID)
-			}
+			a.enqueueIntoRun(ctx, c, runID, params, modes)
 		default: // loose jobs
 			params, modes := a.batch(rng, n, 1+rng.IntN(15))
 			c = a.sequenced(c, n, params)
@@ -179,16 +169,22 @@ func (a *actors) newRun(ctx context.Context, rng *rand.Rand, c *lockstep.Client)
 func (a *actors) enqueueAfterCancel(ctx context.Context, rng *rand.Rand, c *lockstep.Client, runID int64) {
 	args, opts := randomJob(rng, a.s.queues)
 	opts.RunID = runID
+	a.enqueueIntoRun(ctx, c, runID, []lockstep.InsertManyParams{{Args: args, Opts: &opts}}, []Mode{args.Mode})
+}
+
+// enqueueIntoRun adds jobs (whose RunID is set) to a run that may be
+// cancelled by now, and checks the answer against the run's cancel.
+func (a *actors) enqueueIntoRun(ctx context.Context, c *lockstep.Client, runID int64, params []lockstep.InsertManyParams, modes []Mode) {
 	began := time.Now()
-	res, err := c.InsertMany(ctx, []lockstep.InsertManyParams{{Args: args, Opts: &opts}})
+	res, err := c.InsertMany(ctx, params)
 	switch {
 	case errors.Is(err, lockstep.ErrRunCancelled):
 		a.s.ledger.refusedIntoRun(runID)
 	case err != nil:
-		a.unexpected(ctx, "enqueue into a cancelled run", err)
+		a.unexpected(ctx, "enqueue into run", err)
 	default:
 		a.s.ledger.enqueuedIntoRun(runID, began, len(res))
-		a.s.ledger.enqueued(jobIDs(res), []Mode{args.Mode}, runID)
+		a.s.ledger.enqueued(jobIDs(res), modes, runID)
 	}
 }
 
